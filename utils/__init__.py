@@ -1,0 +1,1 @@
+"""The course package: helpers each chapter of the book teaches first, then reuses."""

@@ -1,0 +1,125 @@
+"""The environment report: what is installed and what actually computes. Taught in notebooks/00_environment.ipynb.
+
+Run it from a terminal with `python -m utils.env`.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+
+import torch
+
+from utils.device import available_types, get_device
+
+
+def build_flavour() -> str:
+    """'CPU-only', 'CUDA 12.8' or 'ROCm 6.2': what this torch wheel was built for."""
+    if torch.version.hip:
+        return f"ROCm {torch.version.hip}"
+    if torch.version.cuda:
+        return f"CUDA {torch.version.cuda}"
+    return "CPU-only"
+
+
+def device_name(device: torch.device) -> str:
+    """A human name for a device (the GPU model where there is one)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "xpu":
+        return torch.xpu.get_device_name(device)
+    if device.type == "mps":
+        return "Apple GPU (Metal)"
+    return platform.processor() or platform.machine()
+
+
+def check_tensor_op(device: torch.device) -> bool:
+    """Run a real computation on `device` and compare it with the CPU: True when they agree."""
+    a = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    expected = a @ a.T
+    on_device = (a.to(device) @ a.to(device).T).cpu()
+    return torch.allclose(on_device, expected)
+
+
+def matmul_gflops(device: torch.device, n: int = 1024, repeat: int = 5) -> float:
+    """Float32 matmul speed in GFLOP/s: a rough probe of this machine's compute (best of `repeat`)."""
+    from utils.timing import synchronize
+
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    a @ b  # warm-up: first calls load kernels
+    synchronize(device)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        a @ b
+        synchronize(device)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+def report(gflops: bool = True) -> dict:
+    """Everything the report prints, as a dict (so a notebook can assert on it)."""
+    import numpy as np
+
+    try:
+        import torchvision
+
+        tv_version = torchvision.__version__
+    except Exception as err:  # a broken torchvision install is worth reporting, not crashing on
+        tv_version = f"not importable ({type(err).__name__}: {err})"
+    info = {
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "torch": torch.__version__,
+        "torchvision": tv_version,
+        "numpy": np.__version__,
+        "build": build_flavour(),
+        "cpu_threads": torch.get_num_threads(),
+        "cuda_available": torch.cuda.is_available(),
+        "cuda_device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        "mps_available": "mps" in available_types(),
+        "xpu_available": "xpu" in available_types(),
+        "devices": {},
+    }
+    for kind in available_types():
+        device = get_device(kind)
+        entry = {"name": device_name(device), "tensor_op_ok": check_tensor_op(device)}
+        if gflops:
+            entry["matmul_gflops"] = round(matmul_gflops(device), 1)
+        info["devices"][str(device)] = entry
+    info["chosen_device"] = str(get_device())
+    return info
+
+
+def format_report(info: dict) -> str:
+    lines = [
+        f"Python       {info['python']} on {info['platform']}",
+        f"torch        {info['torch']}  (build: {info['build']})",
+        f"torchvision  {info['torchvision']}",
+        f"numpy        {info['numpy']}",
+        f"CPU threads  {info['cpu_threads']}",
+        f"CUDA/ROCm    available={info['cuda_available']}  devices={info['cuda_device_count']}",
+        f"MPS          available={info['mps_available']}",
+        f"XPU          available={info['xpu_available']}",
+    ]
+    for name, entry in info["devices"].items():
+        speed = f"  matmul {entry['matmul_gflops']} GFLOP/s" if "matmul_gflops" in entry else ""
+        status = "ok" if entry["tensor_op_ok"] else "WRONG RESULT"
+        lines.append(f"device {name:<6} {entry['name']}: tensor op {status}{speed}")
+    lines.append(f"get_device() -> {info['chosen_device']}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    info = report()
+    print(format_report(info))
+    ok = all(entry["tensor_op_ok"] for entry in info["devices"].values())
+    if not ok:
+        print("A device computed a wrong result: see notebooks/00_environment.ipynb.", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
