@@ -1,0 +1,93 @@
+"""Every notebook is a clean, complete chapter: listed in the toc, titled, run top to bottom, portable."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+ALLOWED_TAGS = {"parameters", "raises-exception", "nbval-ignore-output", "hide-input", "hide-output",
+                "hide-cell", "headline"}
+MACHINE_PATH = re.compile(r"/(?:work|tmp|root|home|Users|private|var)/[\w.-]+")
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        assert part.get("caption"), "every part of _toc.yml needs a caption"
+        files += [chapter["file"] for chapter in part["chapters"]]
+    return files
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def code_cells(nb: dict) -> list[dict]:
+    return [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found"
+
+
+def test_toc_and_notebooks_match():
+    listed = {f for f in toc_files() if f.startswith("notebooks/")}
+    present = {f"notebooks/{p.stem}" for p in NOTEBOOKS}
+    assert present - listed == set(), "notebooks missing from _toc.yml"
+    assert listed - present == set(), "_toc.yml lists notebooks that do not exist"
+
+
+def test_toc_pages_exist():
+    for entry in toc_files():
+        if not entry.startswith("notebooks/"):
+            assert (ROOT / f"{entry}.md").exists() or (ROOT / entry).exists(), f"{entry} in _toc.yml is missing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_name_and_title(path):
+    assert re.fullmatch(r"\d\d_[a-z0-9_]+", path.stem), "notebooks are named NN_topic_words.ipynb"
+    first = load(path)["cells"][0]
+    assert first["cell_type"] == "markdown"
+    title = "".join(first["source"]).splitlines()[0]
+    assert title.startswith(f"# {path.stem[:2]} · "), f"first line must be '# {path.stem[:2]} · Title', got {title!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_executed_in_order_on_a_fresh_kernel(path):
+    counts = [cell["execution_count"] for cell in code_cells(load(path))]
+    assert counts == list(range(1, len(counts) + 1)), f"run `make outputs NB={path.relative_to(ROOT)}`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_tags_errors_and_paths(path):
+    nb = load(path)
+    for index, cell in enumerate(code_cells(nb)):
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        assert tags <= ALLOWED_TAGS, f"cell {index}: tags {tags - ALLOWED_TAGS} are not allowed"
+        errors = [o for o in cell["outputs"] if o["output_type"] == "error"]
+        if "raises-exception" in tags:
+            assert errors, f"cell {index} is tagged raises-exception but stored no error"
+        else:
+            assert not errors, f"cell {index} stored an error: {errors[0].get('ename')}"
+        text = json.dumps(cell["outputs"])
+        found = MACHINE_PATH.search(text)
+        assert not found, f"cell {index} output holds a machine path {found.group()!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_template_parts(path):
+    nb = load(path)
+    sources = ["".join(cell["source"]) for cell in nb["cells"]]
+    headings = [line for s in sources for line in s.splitlines() if line.startswith("## ")]
+    assert any("Exercises" in h for h in headings), "a chapter ends with Exercises"
+    assert any("Summary" in h for h in headings), "and a Summary"
+    tagged = [set(cell.get("metadata", {}).get("tags", [])) for cell in code_cells(nb)]
+    assert any({"hide-cell", "hide-input"} & tags for tags in tagged), "exercise solutions are folded"
+    assert any("parameters" in tags for tags in tagged), "one cell tagged parameters"
+    asserts = sum("assert " in s for s in sources)
+    assert asserts >= 3, "claims are checked with assert"
