@@ -9,7 +9,15 @@ import pytest
 import torch
 
 from utils import data
-from utils.data import CLASSES, FILES, DataError, find_fashion_mnist, fashion_mnist, fashion_mnist_tensors, load_split
+from utils.data import (
+    CLASSES,
+    FILES,
+    DataError,
+    fashion_mnist,
+    fashion_mnist_tensors,
+    find_fashion_mnist,
+    load_split,
+)
 
 
 def copy_raw(real_raw_dir: Path, root: Path) -> Path:
@@ -37,8 +45,10 @@ def test_tensors_are_normalised_like_totensor_plus_normalize(real_raw_dir):
     from torchvision import transforms
 
     tensors = fashion_mnist_tensors(False, limit=3)
-    pil_set = fashion_mnist(False, transform=transforms.Compose(
-        [transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))]))
+    pil_set = fashion_mnist(
+        False,
+        transform=transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))]),
+    )
     for i in range(3):
         image, label = pil_set[i]
         assert torch.allclose(tensors[i][0], image, atol=1e-6)
@@ -52,11 +62,17 @@ def test_system_copy_is_unpacked_into_an_empty_root(tmp_path, real_raw_dir):
     system.mkdir()
     for pair in FILES.values():
         for name in pair:
-            with open(real_raw_dir / name, "rb") as src, gzip.open(system / f"{name}.gz", "wb") as dst:
+            with (
+                open(real_raw_dir / name, "rb") as src,
+                gzip.open(system / f"{name}.gz", "wb") as dst,
+            ):
                 shutil.copyfileobj(src, dst)
     source = find_fashion_mnist(tmp_path / "root", system_dir=system, download=False)
     assert source.origin == "system copy"
-    assert find_fashion_mnist(tmp_path / "root", system_dir=system, download=False).origin == "prepared"
+    assert (
+        find_fashion_mnist(tmp_path / "root", system_dir=system, download=False).origin
+        == "prepared"
+    )
     X, y = load_split(False, tmp_path / "root", system_dir=system, download=False)
     assert X.shape == (10_000, 28, 28)
 
@@ -131,8 +147,13 @@ def test_wrong_class_counts(tmp_path, real_raw_dir):
 def test_loaders_batch_and_order(real_raw_dir):
     from utils.seed import make_generator
 
-    train_loader, test_loader = data.make_loaders(batch_size=32, generator=make_generator(0),
-                                                  train_limit=256, test_limit=100, eval_batch_size=50)
+    train_loader, test_loader = data.make_loaders(
+        batch_size=32,
+        generator=make_generator(0),
+        train_limit=256,
+        test_limit=100,
+        eval_batch_size=50,
+    )
     X, y = next(iter(train_loader))
     assert X.shape == (32, 1, 28, 28) and y.shape == (32,)
     labels = torch.cat([y for _, y in test_loader])

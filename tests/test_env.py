@@ -28,7 +28,9 @@ def test_tensor_op_check_compares_with_cpu():
 
 
 def test_command_line_report():
-    result = subprocess.run([sys.executable, "-m", "utils.env"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "utils.env"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert "torch        " + torch.__version__ in result.stdout
     assert "tensor op ok" in result.stdout

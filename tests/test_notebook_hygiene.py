@@ -9,8 +9,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-ALLOWED_TAGS = {"parameters", "raises-exception", "nbval-ignore-output", "hide-input", "hide-output",
-                "hide-cell", "headline"}
+ALLOWED_TAGS = {
+    "parameters",
+    "raises-exception",
+    "nbval-ignore-output",
+    "hide-input",
+    "hide-output",
+    "hide-cell",
+    "headline",
+}
 MACHINE_PATH = re.compile(r"/(?:work|tmp|root|home|Users|private|var)/[\w.-]+")
 
 
@@ -45,7 +52,9 @@ def test_toc_and_notebooks_match():
 def test_toc_pages_exist():
     for entry in toc_files():
         if not entry.startswith("notebooks/"):
-            assert (ROOT / f"{entry}.md").exists() or (ROOT / entry).exists(), f"{entry} in _toc.yml is missing"
+            assert (ROOT / f"{entry}.md").exists() or (ROOT / entry).exists(), (
+                f"{entry} in _toc.yml is missing"
+            )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -54,13 +63,17 @@ def test_name_and_title(path):
     first = load(path)["cells"][0]
     assert first["cell_type"] == "markdown"
     title = "".join(first["source"]).splitlines()[0]
-    assert title.startswith(f"# {path.stem[:2]} · "), f"first line must be '# {path.stem[:2]} · Title', got {title!r}"
+    assert title.startswith(f"# {path.stem[:2]} · "), (
+        f"first line must be '# {path.stem[:2]} · Title', got {title!r}"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_executed_in_order_on_a_fresh_kernel(path):
     counts = [cell["execution_count"] for cell in code_cells(load(path))]
-    assert counts == list(range(1, len(counts) + 1)), f"run `make outputs NB={path.relative_to(ROOT)}`"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"run `make outputs NB={path.relative_to(ROOT)}`"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -87,7 +100,9 @@ def test_template_parts(path):
     assert any("Exercises" in h for h in headings), "a chapter ends with Exercises"
     assert any("Summary" in h for h in headings), "and a Summary"
     tagged = [set(cell.get("metadata", {}).get("tags", [])) for cell in code_cells(nb)]
-    assert any({"hide-cell", "hide-input"} & tags for tags in tagged), "exercise solutions are folded"
+    assert any({"hide-cell", "hide-input"} & tags for tags in tagged), (
+        "exercise solutions are folded"
+    )
     assert any("parameters" in tags for tags in tagged), "one cell tagged parameters"
     asserts = sum("assert " in s for s in sources)
     assert asserts >= 3, "claims are checked with assert"

@@ -80,8 +80,10 @@ def _unpack_system_copy(system_dir: Path, raw_dir: Path) -> None:
             except (OSError, EOFError) as err:
                 out.close()
                 os.unlink(out.name)
-                raise DataError(f"Could not unpack {source}: {err}. Reinstall the package "
-                                "(sudo apt install --reinstall dataset-fashion-mnist).") from err
+                raise DataError(
+                    f"Could not unpack {source}: {err}. Reinstall the package "
+                    "(sudo apt install --reinstall dataset-fashion-mnist)."
+                ) from err
         os.replace(out.name, raw_dir / name)
 
 
@@ -145,11 +147,15 @@ def _read_idx(path: Path, magic: int, count: int) -> np.ndarray:
         raise DataError(f"{path} does not hold 28x28 images. {fix}")
     expected = header + int(np.prod(shape))
     if len(data) != expected:
-        raise DataError(f"{path} is truncated or padded: {len(data)} bytes, expected {expected}. {fix}")
+        raise DataError(
+            f"{path} is truncated or padded: {len(data)} bytes, expected {expected}. {fix}"
+        )
     return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
 
 
-def load_split(train: bool, root: str | Path | None = None, **find_kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+def load_split(
+    train: bool, root: str | Path | None = None, **find_kwargs
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Raw images (N, 28, 28) uint8 and labels (N,) int64 of one split, checked."""
     split = "train" if train else "test"
     raw_dir = find_fashion_mnist(root, **find_kwargs).raw_dir
@@ -172,7 +178,9 @@ def fashion_mnist(train: bool, root: str | Path | None = None, transform=None, *
 
     source = find_fashion_mnist(root, **find_kwargs)
     load_split(train, root, **find_kwargs)  # check the files before torchvision trusts them
-    return FashionMNIST(str(source.raw_dir.parent.parent), train=train, transform=transform, download=False)
+    return FashionMNIST(
+        str(source.raw_dir.parent.parent), train=train, transform=transform, download=False
+    )
 
 
 def fashion_mnist_tensors(

@@ -117,7 +117,9 @@ def main() -> int:
     print(format_report(info))
     ok = all(entry["tensor_op_ok"] for entry in info["devices"].values())
     if not ok:
-        print("A device computed a wrong result: see notebooks/00_environment.ipynb.", file=sys.stderr)
+        print(
+            "A device computed a wrong result: see notebooks/00_environment.ipynb.", file=sys.stderr
+        )
     return 0 if ok else 1
 
 

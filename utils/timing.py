@@ -38,8 +38,13 @@ def time_call(
         fn()
         synchronize(device)
         times.append(time.perf_counter() - start)
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
-            "repeat": repeat, "times_s": times}
+    return {
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "max_s": max(times),
+        "repeat": repeat,
+        "times_s": times,
+    }
 
 
 def throughput(items_per_call: int, seconds_per_call: float) -> float:
