@@ -1,0 +1,103 @@
+"""Tests of utils.worker_crash_demo: the failing DataLoader shown in notebooks/12_error_gallery.ipynb."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from utils.worker_crash_demo import FlakyDataset, error_lines, load_all, main
+
+
+def test_dataset_items_and_length():
+    dataset = FlakyDataset(size=5, fail_at=3, mode="fixed")
+    assert len(dataset) == 5
+    assert [dataset[i].item() for i in range(5)] == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def test_dataset_raises_at_the_bad_item_only():
+    dataset = FlakyDataset(size=5, fail_at=3, mode="raises")
+    assert torch.equal(dataset[2], torch.tensor([2.0]))
+    with pytest.raises(ValueError, match="item 3: could not decode the image file"):
+        dataset[3]
+
+
+def test_dataset_rejects_unknown_mode():
+    with pytest.raises(ValueError, match="mode must be one of killed, raises, fixed, got 'boom'"):
+        FlakyDataset(mode="boom")
+
+
+@pytest.mark.parametrize("fail_at", [-1, 5])
+def test_dataset_rejects_fail_at_outside_the_dataset(fail_at):
+    with pytest.raises(ValueError, match=r"fail_at must be in 0\.\.4"):
+        FlakyDataset(size=5, fail_at=fail_at)
+
+
+def test_fixed_loads_every_item():
+    assert load_all("fixed", num_workers=0) == 64
+    assert load_all("fixed", num_workers=2) == 64
+
+
+def test_raises_in_main_process_shows_the_original_error():
+    with pytest.raises(ValueError, match="^item 3: could not decode the image file$"):
+        load_all("raises", num_workers=0)
+
+
+def test_raises_in_worker_is_reraised_with_the_worker_named():
+    with pytest.raises(ValueError, match="Caught ValueError in DataLoader worker process 0"):
+        load_all("raises", num_workers=2)
+
+
+def test_killed_worker_is_reported_by_the_loader():
+    with pytest.raises(
+        RuntimeError, match=r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly"
+    ):
+        load_all("killed", num_workers=2)
+
+
+def test_killed_needs_a_worker_process():
+    with pytest.raises(ValueError, match="mode 'killed' needs num_workers >= 1"):
+        load_all("killed", num_workers=0)
+
+
+def test_negative_workers_rejected():
+    with pytest.raises(ValueError, match="num_workers must be >= 0, got -1"):
+        load_all("fixed", num_workers=-1)
+
+
+def test_error_lines_masks_process_ids():
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in <module>\n'
+        "RuntimeError: DataLoader worker (pid 7652) is killed by signal: Killed. \n"
+        "\nThe above exception was the direct cause of the following exception:\n\n"
+        "RuntimeError: DataLoader worker (pid(s) 7652, 7653) exited unexpectedly\n"
+    )
+    assert error_lines(stderr) == [
+        "RuntimeError: DataLoader worker (pid N) is killed by signal: Killed.",
+        "RuntimeError: DataLoader worker (pid(s) N) exited unexpectedly",
+    ]
+
+
+def test_error_lines_needs_an_error_line():
+    with pytest.raises(ValueError, match="no 'SomeError: message' line"):
+        error_lines("all good\n")
+
+
+def test_main_prints_the_count(capsys):
+    assert main(["fixed", "--num-workers", "0"]) == 0
+    assert capsys.readouterr().out == "loaded 64 items with num_workers=0\n"
+
+
+def test_script_reports_a_killed_worker():
+    result = subprocess.run(
+        [sys.executable, "-m", "utils.worker_crash_demo", "killed", "--num-workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert (
+        error_lines(result.stderr)[-1]
+        == "RuntimeError: DataLoader worker (pid(s) N) exited unexpectedly"
+    )
