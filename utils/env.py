@@ -23,6 +23,18 @@ def build_flavour() -> str:
     return "CPU-only"
 
 
+def cpu_model() -> str:
+    """The CPU's marketing name where the OS tells it (Linux), else the architecture."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def device_name(device: torch.device) -> str:
     """A human name for a device (the GPU model where there is one)."""
     if device.type == "cuda":
@@ -31,7 +43,7 @@ def device_name(device: torch.device) -> str:
         return torch.xpu.get_device_name(device)
     if device.type == "mps":
         return "Apple GPU (Metal)"
-    return platform.processor() or platform.machine()
+    return cpu_model()
 
 
 def check_tensor_op(device: torch.device) -> bool:
