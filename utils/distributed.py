@@ -98,10 +98,8 @@ def train(args: argparse.Namespace) -> dict:
     """Body of one rank: the single-device loop plus the lines marked DDP."""
     from utils.data import fashion_mnist_tensors
 
-    rank, world_size = (
-        int(os.environ["RANK"]),
-        int(os.environ["WORLD_SIZE"]),
-    )  # DDP: set by torchrun
+    rank = int(os.environ["RANK"])  # DDP: torchrun sets RANK, LOCAL_RANK and WORLD_SIZE
+    world_size = int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])
     backend = pick_backend(args.backend, int(os.environ["LOCAL_WORLD_SIZE"]))
     if backend == "nccl":  # DDP on GPUs: one device per process, chosen by LOCAL_RANK
@@ -131,8 +129,7 @@ def train(args: argparse.Namespace) -> dict:
         for xb, yb, idx in loader:
             micro += 1
             last_micro = micro % args.accum_steps == 0
-            # DDP: skip the gradient all-reduce on all but the last micro-batch of a step
-            with nullcontext() if last_micro else ddp_model.no_sync():
+            with nullcontext() if last_micro else ddp_model.no_sync():  # DDP: sync on last only
                 loss = loss_fn(ddp_model(xb.to(device)), yb.to(device)) / args.accum_steps
                 loss.backward()
             step_loss += loss.item()
