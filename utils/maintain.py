@@ -122,7 +122,7 @@ def headline_lines(nb) -> list[str]:
     lines = []
     for cell in nb.cells:
         if cell.cell_type == "code" and "headline" in cell.metadata.get("tags", []):
-            lines += [line.strip() for line in cell_text(cell).splitlines() if line.strip()]
+            lines += [line.rstrip() for line in cell_text(cell).splitlines() if line.strip()]
     return lines
 
 
@@ -134,48 +134,58 @@ def escape_markdown(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
+def fenced(text: str) -> str:
+    """A Markdown code block holding text verbatim (the fence outgrows any backtick run inside)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
 def render_report(notebooks: list[Path]) -> str:
     """The run report page (Markdown), built only from the notebooks' metadata and stored outputs."""
     import nbformat
 
-    rows, setups, dates, total = [], [], set(), 0.0
+    rows, results, setups, dates, total = [], [], [], set(), 0.0
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
         run = nb.metadata.get("book_run")
-        title = notebook_title(nb) or path.stem
-        link = f"[{escape_markdown(title)}](../notebooks/{path.name})"
-        headline = (
-            "<br>".join(escape_markdown(line) for line in headline_lines(nb))
-            or "(no cell tagged `headline`)"
-        )
+        link = f"[{escape_markdown(notebook_title(nb) or path.stem)}](../notebooks/{path.name})"
+        headline = headline_lines(nb)
+        results += [
+            f"### {link}",
+            "",
+            fenced("\n".join(headline)) if headline else "No cell is tagged `headline`.",
+            "",
+        ]
         if run is None:
-            rows.append(f"| {link} | not recorded | | {headline} |")
+            rows.append(f"| {link} | not recorded | | |")
             continue
         setup = tuple(str(run[field]) for field in RUN_FIELDS[2:])
         if setup not in setups:
             setups.append(setup)
-        key = chr(ord("A") + setups.index(setup))
         total += float(run["seconds"])
         dates.add(str(run["date"]))
-        rows.append(f"| {link} | {float(run['seconds']):.1f} s | {key} | {headline} |")
+        key = chr(ord("A") + setups.index(setup))
+        rows.append(f"| {link} | {float(run['seconds']):.1f} s | {key} | {run['date']} |")
 
     lines = [
         "# Run report",
         "",
-        "Every number on this page is read from the notebooks themselves: the run time and machine",
-        "that `make outputs` recorded in each notebook's metadata when it executed the notebook top to",
-        "bottom on a fresh kernel, and the stored output of the cells the chapter tagged `headline`.",
-        "`python -m utils.maintain report` writes this page and a test checks that it matches the",
-        "notebooks, so nothing here is typed by hand. Your own run will differ in run time; the",
-        "results that do not depend on the machine are the ones `pytest --nbval` checks.",
+        "Every number on this page is read from the notebooks themselves: the run time, date and",
+        "machine that `make outputs` recorded in each notebook's metadata when it ran the notebook top",
+        "to bottom on a fresh kernel, and the stored output of the cells each chapter tagged",
+        "`headline`. `python -m utils.maintain report` writes this page and a test checks that it",
+        "matches the notebooks, so nothing here is typed by hand. On your machine the run times and",
+        "speed ratios will differ; the results that do not depend on the machine are the ones",
+        "`pytest --nbval` checks.",
         "",
-        "## Chapters",
+        "## Run times",
         "",
-        "| Chapter | Run time | Setup | Headline result |",
+        "| Chapter | Run time | Setup | Date |",
         "|:--|--:|:-:|:--|",
         *rows,
         "",
-        f"Total run time of the recorded chapters: {total:.1f} s ({total / 60:.1f} min).",
+        f"Total: {total:.1f} s ({total / 60:.1f} min) for the chapters with a recorded run.",
         "",
         "## Machines and versions",
         "",
@@ -190,7 +200,14 @@ def render_report(notebooks: list[Path]) -> str:
         lines += ["", f"The notebooks were executed on {span}."]
     else:
         lines.append("No notebook has a recorded run yet: run `make outputs`.")
-    return "\n".join(lines) + "\n"
+    lines += [
+        "",
+        "## Headline results",
+        "",
+        "The stored output of each chapter's `headline` cells.",
+        "",
+    ]
+    return "\n".join(lines + results).rstrip("\n") + "\n"
 
 
 def write_report(notebooks: list[Path] | None = None, path: Path = REPORT_PATH) -> Path:

@@ -1,0 +1,367 @@
+"""The website: a clean jupyter-book build, then every page opened in a real headless browser.
+
+The build runs `jupyter-book build --all -W --keep-going .` into `_build/` (any warning fails).
+The browser is Debian's chromium (`apt-get install chromium`) driven by Python playwright; the
+site is served on 127.0.0.1 from a thread. Screenshots land in `_build/screenshots/`.
+
+Set BOOK_HTML_DIR=path/to/html to run the browser checks on an already built site (no build).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urldefrag
+
+import nbformat
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUILD_DIR = REPO_ROOT / "_build"
+SCREENSHOT_DIR = BUILD_DIR / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+# Pages with math load MathJax from its CDN; offline it is blocked and its load error is expected.
+ALLOWED_EXTERNAL = ("https://cdn.jsdelivr.net/npm/mathjax@",)
+SEARCH_WORD = "autograd"
+
+
+def toc_files() -> list[str]:
+    """Every document in _toc.yml (root first), as paths without suffix."""
+    toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text())
+    return [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+
+
+def is_notebook(doc: str) -> bool:
+    return (REPO_ROOT / f"{doc}.ipynb").is_file()
+
+
+# --- build and serve ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def site_build() -> dict:
+    """Build the site clean once per session (or use BOOK_HTML_DIR); returns the build result."""
+    if os.environ.get("BOOK_HTML_DIR"):
+        return {"html": Path(os.environ["BOOK_HTML_DIR"]).resolve(), "returncode": None, "log": ""}
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    shutil.rmtree(BUILD_DIR / "html", ignore_errors=True)
+    shutil.rmtree(BUILD_DIR / ".doctrees", ignore_errors=True)
+    result = subprocess.run(
+        [str(jupyter_book), "build", "--all", "-W", "--keep-going", "."],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    return {
+        "html": BUILD_DIR / "html",
+        "returncode": result.returncode,
+        "log": result.stdout + result.stderr,
+    }
+
+
+@pytest.fixture(scope="session")
+def html_dir(site_build: dict) -> Path:
+    html = site_build["html"]
+    if not (html / "index.html").is_file():
+        pytest.fail(f"no built site in {html.name}/ (index.html missing): see test_build_is_clean")
+    return html
+
+
+@pytest.fixture(scope="session")
+def base_url(html_dir: Path):
+    """Serve the built site on 127.0.0.1 at a free port from a background thread."""
+
+    class QuietHandler(SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(html_dir)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_build_is_clean_and_has_every_page(site_build: dict) -> None:
+    if site_build["returncode"] is None:
+        pytest.skip("BOOK_HTML_DIR is set: checking an existing build, not building")
+    log = site_build["log"]
+    warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+    assert site_build["returncode"] == 0 and not warnings, (
+        "jupyter-book build -W failed:\n" + "\n".join(warnings or log.splitlines()[-40:])
+    )
+    missing = [doc for doc in toc_files() if not (site_build["html"] / f"{doc}.html").is_file()]
+    assert not missing, f"pages in _toc.yml with no HTML page: {missing}"
+
+
+# --- one pass of the browser over every page ---------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: run `pip install -r requirements.txt`")
+    executable = CHROMIUM if CHROMIUM.is_file() else shutil.which("chromium")
+    if not executable:
+        pytest.fail(
+            "chromium not found at /usr/bin/chromium: install it with `apt-get install chromium` "
+            "(the tests drive the system browser; never run `playwright install`)"
+        )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(executable), headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+def new_page(browser, base_url: str, viewport: dict):
+    """A page whose console errors and blocked external requests are recorded on it."""
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    page.errors, page.external = [], []
+
+    def route(route) -> None:
+        url = route.request.url
+        if url.startswith(base_url):
+            route.continue_()
+        else:
+            page.external.append(url)
+            route.abort()
+
+    def on_console(message) -> None:
+        url = (message.location or {}).get("url", "")
+        if message.type == "error" and not url.startswith(ALLOWED_EXTERNAL):
+            page.errors.append(f"{message.text} ({url})")
+
+    context.route("**/*", route)
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: page.errors.append(f"uncaught: {error}"))
+    return page
+
+
+COLLECT_JS = """() => ({
+  images: [...document.images].map(i => ({src: i.currentSrc || i.src, ok: i.complete && i.naturalWidth > 0,
+                                          output: !!i.closest('.cell_output')})),
+  nav: [...document.querySelectorAll('nav.bd-docs-nav a.reference')].map(a => a.href),
+  download: [...document.querySelectorAll('a.btn-download-source-button')].map(a => a.href),
+  links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+  folded: document.querySelectorAll('.cell.tag_hide-cell, .cell.tag_hide-input').length,
+})"""
+
+
+@pytest.fixture(scope="session")
+def visits(browser, base_url: str, html_dir: Path) -> dict:
+    """Open every page in the toc once at desktop width and record what the checks need."""
+    page = new_page(browser, base_url, DESKTOP)
+    results = {}
+    for doc in toc_files():
+        if not (html_dir / f"{doc}.html").is_file():
+            results[doc] = None
+            continue
+        page.errors.clear()
+        page.external.clear()
+        response = page.goto(base_url + f"{doc}.html", wait_until="load")
+        info = page.evaluate(COLLECT_JS)
+        info["status"] = response.status if response else None
+        info["unfold"] = unfold_solutions(page)
+        info["errors"], info["external"] = list(page.errors), list(page.external)
+        results[doc] = info
+    page.context.close()
+    return results
+
+
+def unfold_solutions(page) -> list[str]:
+    """Check each folded cell hides its code until its toggle is clicked; return the problems."""
+    problems = []
+    cells = page.locator(".cell.tag_hide-cell, .cell.tag_hide-input")
+    for index in range(cells.count()):
+        code = cells.nth(index).locator(".cell_input")
+        if code.is_visible():
+            problems.append(f"folded cell {index + 1} shows its code before a click")
+            continue
+        cells.nth(index).locator("summary").first.click()
+        if not code.is_visible():
+            problems.append(f"folded cell {index + 1} does not open when clicked")
+    return problems
+
+
+def existing(visits: dict) -> dict:
+    missing = [doc for doc, info in visits.items() if info is None]
+    assert not missing, f"pages in _toc.yml missing from the built site: {missing}"
+    return visits
+
+
+def test_every_page_loads_without_console_errors(visits: dict) -> None:
+    problems = {}
+    for doc, info in existing(visits).items():
+        unexpected = [u for u in info["external"] if not u.startswith(ALLOWED_EXTERNAL)]
+        found = ([f"HTTP {info['status']}"] if info["status"] != 200 else []) + info["errors"]
+        found += [f"external request: {u}" for u in unexpected]
+        if found:
+            problems[doc] = found
+    assert not problems, json.dumps(problems, indent=1)
+
+
+def test_every_image_has_loaded(visits: dict) -> None:
+    broken = {
+        doc: [image["src"] for image in info["images"] if not image["ok"]]
+        for doc, info in existing(visits).items()
+    }
+    broken = {doc: srcs for doc, srcs in broken.items() if srcs}
+    assert not broken, f"images that did not load: {broken}"
+
+
+def test_plots_are_rendered_as_images(visits: dict) -> None:
+    """Each stored image output of a notebook shows up as an <img> in its page."""
+    mismatched = {}
+    for doc, info in existing(visits).items():
+        if not is_notebook(doc):
+            continue
+        nb = nbformat.read(REPO_ROOT / f"{doc}.ipynb", as_version=4)
+        stored = sum(
+            1
+            for cell in nb.cells
+            for output in cell.get("outputs", [])
+            if any(key.startswith("image/") for key in output.get("data", {}))
+        )
+        shown = sum(1 for image in info["images"] if image["output"])
+        if shown != stored:
+            mismatched[doc] = f"{stored} image outputs stored, {shown} shown"
+    assert not mismatched, mismatched
+
+
+def test_navigation_lists_every_chapter(visits: dict, base_url: str) -> None:
+    expected = {base_url + f"{doc}.html" for doc in toc_files()[1:]}
+    problems = {}
+    for doc, info in existing(visits).items():
+        listed = {urldefrag(href).url for href in info["nav"]}
+        if expected - listed:
+            problems[doc] = sorted(u.removeprefix(base_url) for u in expected - listed)
+    assert not problems, f"chapters missing from the side navigation: {problems}"
+
+
+def test_each_chapter_page_offers_its_notebook_download(visits: dict, base_url: str) -> None:
+    problems = {}
+    for doc, info in existing(visits).items():
+        if not is_notebook(doc):
+            continue
+        wanted = [h for h in info["download"] if h.endswith(f"/{Path(doc).name}.ipynb")]
+        if not wanted:
+            problems[doc] = "no .ipynb download link"
+            continue
+        with urllib.request.urlopen(wanted[0], timeout=10) as response:
+            nbformat.validate(nbformat.reads(response.read().decode(), as_version=4))
+    assert not problems, problems
+
+
+def test_exercise_solutions_are_folded(visits: dict) -> None:
+    problems, folded = {}, 0
+    for doc, info in existing(visits).items():
+        if not is_notebook(doc):
+            continue
+        nb = nbformat.read(REPO_ROOT / f"{doc}.ipynb", as_version=4)
+        tagged = sum(
+            1
+            for cell in nb.cells
+            if {"hide-cell", "hide-input"} & set(cell.metadata.get("tags", []))
+        )
+        folded += info["folded"]
+        if info["folded"] != tagged:
+            problems[doc] = [f"{tagged} cells tagged hide-cell/hide-input, {info['folded']} folded"]
+        if info["unfold"]:
+            problems.setdefault(doc, []).extend(info["unfold"])
+    assert not problems, problems
+    assert folded > 0, "no folded exercise solution anywhere in the book"
+
+
+def test_internal_links_resolve(visits: dict, base_url: str) -> None:
+    links = {
+        urldefrag(href).url
+        for info in existing(visits).values()
+        for href in info["links"]
+        if href.startswith(base_url)
+    }
+    broken = []
+    for url in sorted(links):
+        try:
+            with urllib.request.urlopen(url, timeout=10):
+                pass
+        except urllib.error.HTTPError as error:
+            broken.append(f"{url.removeprefix(base_url)} ({error.code})")
+    assert not broken, f"broken links: {broken}"
+
+
+def test_search_finds_autograd(browser, base_url: str, html_dir: Path) -> None:
+    page = new_page(browser, base_url, DESKTOP)
+    page.goto(base_url + f"search.html?q={SEARCH_WORD}", wait_until="load")
+    results = page.locator("#search-results ul.search li")
+    try:
+        results.first.wait_for(state="attached", timeout=15_000)
+    except Exception:
+        summary = page.locator("#search-results").inner_text()
+        pytest.fail(f"search for {SEARCH_WORD!r} found nothing: {summary!r}; {page.errors}")
+    assert results.count() > 0
+    assert not page.errors, page.errors
+    page.context.close()
+
+
+def test_pages_fit_a_phone_screen(browser, base_url: str, html_dir: Path) -> None:
+    """At 390 px nothing makes the page scroll sideways (wide code scrolls inside its own box)."""
+    page = new_page(browser, base_url, PHONE)
+    too_wide = {}
+    for doc in toc_files():
+        if (html_dir / f"{doc}.html").is_file():
+            page.goto(base_url + f"{doc}.html", wait_until="load")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            if width > PHONE["width"]:
+                too_wide[doc] = width
+    page.context.close()
+    assert not too_wide, f"pages wider than {PHONE['width']} px on a phone: {too_wide}"
+
+
+def test_screenshots(browser, base_url: str, html_dir: Path) -> None:
+    """Landing page and chapter 05 at desktop and phone width, for a human to look at."""
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    docs = {"landing": toc_files()[0], "chapter05": "notebooks/05_cnn_fashion_mnist"}
+    for name, doc in docs.items():
+        if not (html_dir / f"{doc}.html").is_file():
+            pytest.fail(f"{doc}.html is missing from the built site")
+        for label, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+            page = new_page(browser, base_url, viewport)
+            page.goto(base_url + f"{doc}.html", wait_until="load")
+            path = SCREENSHOT_DIR / f"{name}_{label}.png"
+            page.screenshot(path=str(path))
+            page.context.close()
+            assert path.stat().st_size > 0
+
+
+def test_site_has_a_search_index(html_dir: Path) -> None:
+    index = html_dir / "searchindex.js"
+    assert index.is_file(), "searchindex.js missing: the search page cannot work"
+    assert re.search(SEARCH_WORD, index.read_text(), re.IGNORECASE)
