@@ -292,7 +292,7 @@ def write_student_copies(out_dir: Path, notebooks: list[Path] | None = None) -> 
 
 
 def publish(site_dir: Path, remote: str, branch: str = "gh-pages") -> None:
-    """Commit site_dir to `branch` (a fresh commit with .nojekyll) and force-push it to remote.
+    """Commit site_dir (plus .nojekyll) as the new tree of `branch` and force-push it to remote.
 
     Runs git in the current folder, which must be inside a git repository.
     """
@@ -310,7 +310,6 @@ def publish(site_dir: Path, remote: str, branch: str = "gh-pages") -> None:
             branch=branch,
             push=True,
             force=True,
-            no_history=True,
             nojekyll=True,
             mesg="Publish the book",
         )
