@@ -1,0 +1,133 @@
+import random
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from utils.checkpoint import (
+    CheckpointError,
+    atomic_save,
+    load_checkpoint,
+    read_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+
+
+class Interrupt:
+    """Pickling this raises mid-save, like Ctrl-C or a crash while the file is being written."""
+
+    def __reduce__(self):
+        raise KeyboardInterrupt("simulated crash during the write")
+
+
+def small_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+
+
+def test_round_trip_restores_model_optimizer_and_config(tmp_path):
+    model = small_model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model(torch.randn(5, 4)).sum().backward()
+    optimizer.step()
+    path = save_checkpoint(tmp_path / "c.pt", model, optimizer, epoch=3, config={"lr": 1e-3})
+    fresh = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    fresh_optimizer = torch.optim.Adam(fresh.parameters(), lr=1e-3)
+    checkpoint = load_checkpoint(path, fresh, fresh_optimizer)
+    assert checkpoint["epoch"] == 3 and checkpoint["config"] == {"lr": 1e-3}
+    for a, b in zip(model.state_dict().values(), fresh.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert str(fresh_optimizer.state_dict()) == str(optimizer.state_dict())
+
+
+def test_file_loads_with_weights_only_true(tmp_path):
+    path = save_checkpoint(tmp_path / "c.pt", small_model(), epoch=1, history={"val_acc": [0.5]})
+    assert torch.load(path, weights_only=True)["history"] == {"val_acc": [0.5]}
+
+
+def test_rng_states_round_trip():
+    generator = torch.Generator().manual_seed(5)
+    state = rng_state(generator)
+    expected = (
+        random.random(),
+        np.random.rand(),
+        torch.rand(1),
+        torch.rand(1, generator=generator),
+    )
+    set_rng_state(state, generator)
+    again = (random.random(), np.random.rand(), torch.rand(1), torch.rand(1, generator=generator))
+    assert expected[:2] == again[:2]
+    assert torch.equal(expected[2], again[2]) and torch.equal(expected[3], again[3])
+
+
+def test_missing_generator_state_is_explained():
+    with pytest.raises(CheckpointError, match="no DataLoader generator state"):
+        set_rng_state(rng_state(None), torch.Generator())
+
+
+def test_interrupted_save_leaves_previous_file_loadable(tmp_path):
+    path = tmp_path / "c.pt"
+    atomic_save({"w": torch.ones(3)}, path)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_save({"w": torch.zeros(3), "boom": Interrupt()}, path)
+    assert torch.equal(read_checkpoint(path)["w"], torch.ones(3))
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]  # no temporary file left behind
+
+
+def test_plain_torch_save_interrupted_destroys_the_file(tmp_path):
+    """The reason atomic_save exists: torch.save straight to the path truncates it first."""
+    path = tmp_path / "c.pt"
+    torch.save({"w": torch.ones(3)}, path)
+    with pytest.raises(KeyboardInterrupt):
+        torch.save({"w": torch.zeros(3), "boom": Interrupt()}, path)
+    with pytest.raises(CheckpointError, match="c.pt is damaged"):
+        read_checkpoint(path)
+
+
+def test_missing_empty_corrupt_and_truncated_files_name_the_file(tmp_path):
+    with pytest.raises(CheckpointError, match="No checkpoint at .*nothing.pt"):
+        read_checkpoint(tmp_path / "nothing.pt")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    with pytest.raises(CheckpointError, match="empty.pt is empty"):
+        read_checkpoint(tmp_path / "empty.pt")
+    (tmp_path / "junk.pt").write_bytes(b"this is not a checkpoint")
+    with pytest.raises(CheckpointError, match="junk.pt is not a file written by torch.save"):
+        read_checkpoint(tmp_path / "junk.pt")
+    good = atomic_save({"w": torch.ones(100)}, tmp_path / "good.pt").read_bytes()
+    (tmp_path / "cut.pt").write_bytes(good[: len(good) // 2])
+    with pytest.raises(CheckpointError, match="cut.pt is damaged"):
+        read_checkpoint(tmp_path / "cut.pt")
+
+
+def test_pickled_objects_are_refused_by_the_safe_loader(tmp_path):
+    torch.save(small_model(), tmp_path / "whole.pt")  # pickles the module object
+    with pytest.raises(CheckpointError, match="safe loader refused it"):
+        read_checkpoint(tmp_path / "whole.pt")
+
+
+def test_wrong_architecture_lists_missing_unexpected_and_mismatched(tmp_path):
+    path = save_checkpoint(tmp_path / "c.pt", small_model())
+    other = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2), nn.Linear(2, 2))
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(path, other)
+    message = str(info.value)
+    assert "c.pt does not fit Sequential" in message
+    assert "missing keys (in the model, not in the file): ['3.weight', '3.bias']" in message
+    assert "0.weight: file (3, 4) vs model (5, 4)" in message
+    with pytest.raises(CheckpointError, match=r"unexpected keys .*\['3.weight', '3.bias'\]"):
+        load_checkpoint(save_checkpoint(tmp_path / "d.pt", other), small_model())
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(TypeError, match="config must be a plain dict"):
+        save_checkpoint(tmp_path / "c.pt", small_model(), config=object())
+    torch.save({"0.weight": torch.ones(1)}, tmp_path / "bare.pt")
+    with pytest.raises(CheckpointError, match="not a training checkpoint"):
+        load_checkpoint(tmp_path / "bare.pt", small_model())
+    path = save_checkpoint(tmp_path / "c.pt", small_model())
+    model = small_model()
+    with pytest.raises(CheckpointError, match="no optimizer state"):
+        load_checkpoint(path, model, torch.optim.SGD(model.parameters(), lr=0.1))

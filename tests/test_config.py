@@ -1,0 +1,59 @@
+import json
+
+import pytest
+
+from utils.config import RunConfig, load_config, make_run_dir, save_config
+
+
+def test_defaults_round_trip_through_json(tmp_path):
+    config = RunConfig(seed=3, lr=1e-4)
+    path = save_config(config, tmp_path / "config.json")
+    assert json.loads(path.read_text())["lr"] == 1e-4
+    assert load_config(path) == config
+
+
+def test_run_dir_holds_config_and_never_overwrites(tmp_path):
+    config = RunConfig()
+    first = make_run_dir(config, root=tmp_path, name="cnn")
+    second = make_run_dir(config, root=tmp_path, name="cnn")
+    assert first != second
+    assert first.parent == tmp_path and first.name.endswith("-cnn")
+    assert load_config(first / "config.json") == config
+    assert load_config(second / "config.json") == config
+
+
+def test_run_dir_defaults_to_runs_root(tmp_path):
+    config = RunConfig(runs_root=str(tmp_path / "elsewhere"))
+    assert make_run_dir(config).parent == tmp_path / "elsewhere"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"seed": -1}, "seed must be a non-negative int"),
+        ({"lr": 0.0}, "lr must be > 0"),
+        ({"batch_size": 0}, "batch_size must be an int >= 1"),
+        ({"num_epochs": 2.5}, "num_epochs must be an int >= 1"),
+        ({"checkpoint_every": 0}, "checkpoint_every must be an int >= 1"),
+        ({"patience": 0}, "patience must be None or an int >= 1"),
+    ],
+)
+def test_bad_values_are_rejected(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RunConfig(**kwargs)
+
+
+def test_unknown_field_is_an_error():
+    with pytest.raises(ValueError, match=r"Unknown RunConfig field\(s\) \['learning_rate'\]"):
+        RunConfig.from_dict({"learning_rate": 0.1})
+
+
+def test_load_config_bad_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No config at"):
+        load_config(tmp_path / "missing.json")
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(ValueError, match="broken.json is not valid JSON"):
+        load_config(tmp_path / "broken.json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="holds a list, expected a JSON object"):
+        load_config(tmp_path / "list.json")
