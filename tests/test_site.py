@@ -346,19 +346,26 @@ def test_pages_fit_a_phone_screen(browser, base_url: str, html_dir: Path) -> Non
 
 
 def test_screenshots(browser, base_url: str, html_dir: Path) -> None:
-    """Landing page and chapter 05 at desktop and phone width, for a human to look at."""
+    """Landing page, chapter 05 and the run report at desktop and phone width, for human eyes."""
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
-    docs = {"landing": toc_files()[0], "chapter05": "notebooks/05_cnn_fashion_mnist"}
+    docs = {
+        "landing": toc_files()[0],
+        "chapter05": "notebooks/05_cnn_fashion_mnist",
+        "run_report": "book/run_report",
+    }
     for name, doc in docs.items():
         if not (html_dir / f"{doc}.html").is_file():
             pytest.fail(f"{doc}.html is missing from the built site")
         for label, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
             page = new_page(browser, base_url, viewport)
             page.goto(base_url + f"{doc}.html", wait_until="load")
-            path = SCREENSHOT_DIR / f"{name}_{label}.png"
-            page.screenshot(path=str(path))
+            page.screenshot(path=str(SCREENSHOT_DIR / f"{name}_{label}.png"))
+            folded = page.locator(".cell.tag_hide-cell, .cell.tag_hide-input")
+            if name == "chapter05" and folded.count():
+                folded.first.scroll_into_view_if_needed()
+                page.screenshot(path=str(SCREENSHOT_DIR / f"{name}_exercise_{label}.png"))
             page.context.close()
-            assert path.stat().st_size > 0
+    assert len(list(SCREENSHOT_DIR.glob("*.png"))) >= 2 * len(docs)
 
 
 def test_site_has_a_search_index(html_dir: Path) -> None:
