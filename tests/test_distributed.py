@@ -1,0 +1,143 @@
+"""Tests of utils.distributed: sharding, the torchrun launch, and DDP = one large batch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+from utils.data import fashion_mnist_tensors
+from utils.distributed import (
+    build_model,
+    global_batches,
+    launch,
+    parse_args,
+    pick_backend,
+    shard_batches,
+    torchrun_command,
+)
+
+TRAIN_LIMIT, BATCH_SIZE, NUM_STEPS, LR, SEED = 256, 16, 3, 0.1, 0
+
+
+def test_shards_are_disjoint_and_cover_the_data():
+    shards = [shard_batches(100, 2, r, batch_size=10, seed=1) for r in range(2)]
+    assert [len(s) for s in shards] == [5, 5]
+    seen = torch.cat([torch.cat(s) for s in shards]).tolist()
+    assert sorted(seen) == list(range(100))
+
+
+def test_shards_match_distributed_sampler_and_change_with_epoch():
+    from torch.utils.data import DistributedSampler
+
+    sampler = DistributedSampler(range(20), num_replicas=2, rank=1, shuffle=True, seed=3)
+    sampler.set_epoch(4)
+    batches = shard_batches(20, 2, 1, batch_size=5, seed=3, epoch=4)
+    assert torch.cat(batches).tolist() == list(sampler)
+    assert shard_batches(20, 2, 1, 5, seed=3, epoch=0)[0].tolist() != batches[0].tolist()
+
+
+def test_uneven_data_drops_the_incomplete_batch():
+    batches = shard_batches(10, 3, 0, batch_size=3, seed=0)  # 4 padded indices per rank
+    assert [len(b) for b in batches] == [3]
+
+
+def test_global_batches_concatenate_ranks():
+    steps = global_batches(40, 2, batch_size=4, seed=0)
+    per_rank = [shard_batches(40, 2, r, 4, seed=0) for r in range(2)]
+    assert len(steps) == 5
+    assert torch.equal(steps[2], torch.cat([per_rank[0][2], per_rank[1][2]]))
+
+
+def test_build_model_is_seeded():
+    a, b = build_model("mlp", 7), build_model("mlp", 7)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    assert type(build_model("cnn", 0)).__name__ == "SimpleCNN"
+    with pytest.raises(ValueError, match="unknown model 'resnet'; choose one of mlp, cnn"):
+        build_model("resnet", 0)
+
+
+def test_parse_args_rejects_bad_values(capsys):
+    args = parse_args(["--out", "x", "--steps", "2"])
+    assert args.steps == 2 and args.accum_steps == 1 and args.backend == "auto"
+    with pytest.raises(SystemExit):
+        parse_args(["--out", "x", "--batch-size", "0"])
+    assert "--batch-size must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_pick_backend():
+    assert pick_backend("gloo", 2) == "gloo"
+    expected = "nccl" if torch.cuda.device_count() >= 2 else "gloo"
+    assert pick_backend("auto", 2) == expected
+
+
+def test_torchrun_command():
+    command = torchrun_command(2, ["--out", "r"])
+    assert command[0] == sys.executable
+    assert command[1:] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                           "-m", "utils.distributed", "--out", "r"]  # fmt: skip
+
+
+def test_launch_rejects_bad_nproc():
+    with pytest.raises(ValueError, match="nproc must be >= 1, got 0"):
+        launch(0, ["--out", "r"])
+
+
+def test_running_without_torchrun_explains_how():
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    result = subprocess.run([sys.executable, "-m", "utils.distributed", "--out", "r"],
+                            capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert result.returncode == 1
+    assert "start it with torchrun" in result.stderr
+
+
+def test_failed_run_shows_the_child_stderr(tmp_path):
+    with pytest.raises(
+        RuntimeError, match=r"(?s)torchrun failed with exit code.*--steps must be >= 1"
+    ):
+        launch(1, ["--out", tmp_path, "--steps", "0"], timeout=120)
+
+
+def reference_run(per_rank_batch: int) -> tuple[nn.Module, list[float]]:
+    """One process, global batch of 2 * BATCH_SIZE, on exactly the samples the 2 ranks see."""
+    X, y = fashion_mnist_tensors(train=True, limit=TRAIN_LIMIT).tensors
+    model = build_model("mlp", SEED)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    losses = []
+    for idx in global_batches(TRAIN_LIMIT, 2, per_rank_batch, seed=SEED)[:NUM_STEPS]:
+        loss = nn.functional.cross_entropy(model(X[idx]), y[idx])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return model, losses
+
+
+def test_two_gloo_ranks_with_no_sync_match_one_large_batch(tmp_path):
+    """2 ranks x 2 micro-batches of 8 (no_sync) == 1 process x batch 32, on real Fashion-MNIST."""
+    result = launch(
+        2,
+        ["--out", tmp_path, "--steps", NUM_STEPS, "--batch-size", BATCH_SIZE // 2,
+         "--accum-steps", 2, "--train-limit", TRAIN_LIMIT, "--lr", LR, "--seed", SEED,
+         "--backend", "gloo"],
+        timeout=180,
+    )  # fmt: skip
+    assert "2 ranks over gloo: 3 steps" in result.stdout
+    ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
+    assert [r["rank"] for r in ranks] == [0, 1] and ranks[0]["world_size"] == 2
+    for name, tensor in ranks[0]["state_dict"].items():
+        assert torch.equal(tensor, ranks[1]["state_dict"][name]), name  # identical on every rank
+    for step in range(2 * NUM_STEPS):
+        assert not set(ranks[0]["indices"][step].tolist()) & set(ranks[1]["indices"][step].tolist())
+
+    reference, reference_losses = reference_run(BATCH_SIZE)
+    start = build_model("mlp", SEED).state_dict()
+    for name, expected in reference.state_dict().items():
+        got = ranks[0]["state_dict"][name]
+        assert (got - start[name]).abs().max() > 1e-3  # training moved the weights
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+    assert ranks[0]["losses"] == pytest.approx(reference_losses, abs=1e-5)
