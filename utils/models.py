@@ -11,6 +11,13 @@ class MLP(nn.Module):
 
     def __init__(self, in_features: int = 784, hidden: int = 128, num_classes: int = 10):
         super().__init__()
+        sizes = {"in_features": in_features, "hidden": hidden, "num_classes": num_classes}
+        for name, size in sizes.items():
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ValueError(
+                    f"MLP sizes must be positive integers, got {name}={size!r} "
+                    "(for Fashion-MNIST: in_features=784, num_classes=10)."
+                )
         self.flatten = nn.Flatten()  # (B, 1, 28, 28) -> (B, 784)
         self.fc1 = nn.Linear(in_features, hidden)
         self.relu = nn.ReLU()

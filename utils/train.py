@@ -11,6 +11,14 @@ import torch
 from torch import nn
 
 
+def _check_not_empty(count: int) -> None:
+    if count == 0:
+        raise ValueError(
+            "The loader yielded no examples. Check that its dataset is not empty, and that "
+            "drop_last=True is not dropping the only batch (dataset smaller than batch_size)."
+        )
+
+
 def train_one_epoch(
     model: nn.Module,
     loader: Iterable,
@@ -18,7 +26,7 @@ def train_one_epoch(
     optimizer: torch.optim.Optimizer,
     device: torch.device | str = "cpu",
 ) -> float:
-    """One pass over `loader`; returns the mean loss per example."""
+    """One pass over `loader`; returns the mean loss per example (`loss_fn` must average over its batch)."""
     model.train()  # Dropout active, BatchNorm updates its running statistics
     total_loss, total_count = 0.0, 0
     for X, y in loader:
@@ -29,6 +37,7 @@ def train_one_epoch(
         optimizer.step()  # update the parameters
         total_loss += loss.item() * len(y)
         total_count += len(y)
+    _check_not_empty(total_count)
     return total_loss / total_count
 
 
@@ -48,6 +57,7 @@ def evaluate(
         total_loss += loss_fn(logits, y).item() * len(y)
         correct += (logits.argmax(dim=1) == y).sum().item()
         total_count += len(y)
+    _check_not_empty(total_count)
     return total_loss / total_count, correct / total_count
 
 
