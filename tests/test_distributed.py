@@ -96,10 +96,8 @@ def test_running_without_torchrun_explains_how():
 
 
 def test_failed_run_shows_the_child_stderr(tmp_path):
-    with pytest.raises(
-        RuntimeError, match=r"(?s)torchrun failed with exit code.*--steps must be >= 1"
-    ):
-        launch(1, ["--out", tmp_path, "--steps", "0"], timeout=120)
+    with pytest.raises(RuntimeError, match=r"(?s)torchrun failed with exit code.*raise the limit"):
+        launch(1, ["--out", tmp_path, "--train-limit", 4, "--batch-size", 8], timeout=120)
 
 
 def reference_run(per_rank_batch: int) -> tuple[nn.Module, list[float]]:

@@ -113,6 +113,11 @@ def train(args: argparse.Namespace) -> dict:
     dataset = TensorDataset(X, y, torch.arange(len(X)))  # the index lets us check the shards
     sampler = DistributedSampler(dataset, shuffle=True, seed=args.seed)  # DDP: a disjoint shard
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True)
+    if len(loader) == 0:
+        raise ValueError(
+            f"--train-limit {args.train_limit} over {world_size} ranks leaves fewer than "
+            f"--batch-size {args.batch_size} images per rank: raise the limit or lower the batch"
+        )
 
     model = build_model(args.model, args.seed)
     if args.sync_bn:
