@@ -161,3 +161,15 @@ def test_loaders_batch_and_order(real_raw_dir):
     again = next(iter(data.make_loaders(32, make_generator(0), train_limit=256, test_limit=100)[0]))
     assert torch.equal(again[1], y)
     assert np.unique(y.numpy()).size > 1
+
+
+def test_gz_files_placed_by_hand_are_unpacked(tmp_path, real_raw_dir):
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    for pair in FILES.values():
+        for name in pair:
+            with open(real_raw_dir / name, "rb") as src, gzip.open(raw / f"{name}.gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+    source = find_fashion_mnist(tmp_path, system_dir=tmp_path / "absent", download=False)
+    assert source.origin == "prepared"
+    assert load_split(False, tmp_path, download=False)[0].shape == (10_000, 28, 28)

@@ -69,6 +69,7 @@ def _has_files(folder: Path) -> bool:
 
 
 def _unpack_system_copy(system_dir: Path, raw_dir: Path) -> None:
+    """Unpack the four .gz files found in `system_dir` into `raw_dir`, atomically each."""
     raw_dir.mkdir(parents=True, exist_ok=True)
     for name in _all_files():
         source = system_dir / f"{name}.gz"
@@ -103,6 +104,9 @@ def find_fashion_mnist(
     root = Path(root) if root is not None else default_root()
     raw_dir = root / "FashionMNIST" / "raw"
     if _has_files(raw_dir):
+        return DataSource(raw_dir, "prepared")
+    if all((raw_dir / f"{name}.gz").is_file() for name in _all_files()):
+        _unpack_system_copy(raw_dir, raw_dir)  # the .gz files placed by hand: unpack them in place
         return DataSource(raw_dir, "prepared")
     system_dir = Path(system_dir)
     if all((system_dir / f"{name}.gz").is_file() for name in _all_files()):
