@@ -32,20 +32,11 @@ def chapter_notebooks(notebook_dir: Path = NOTEBOOK_DIR) -> list[Path]:
     return sorted(notebook_dir.glob("[0-9][0-9]_*.ipynb"))
 
 
-def cpu_model() -> str:
-    """The CPU's marketing name where the OS tells it, else the architecture."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def run_metadata(seconds: float) -> dict:
     """What `outputs` stores in a notebook's metadata["book_run"]: time, date, machine, versions."""
     import torch
+
+    from utils.env import cpu_model
 
     return {
         "seconds": round(seconds, 1),
