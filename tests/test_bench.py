@@ -75,7 +75,7 @@ def test_quick_command_runs():
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
     assert "article recipe (PIL + transforms, 2 workers, fp32, Adam 3e-4)" in out
-    assert "chapter 05 (cached tensors, fp32, Adam 1e-3)" in out
+    assert "chapter 05 (cached tensors, channels_last, fp32, Adam 1e-3)" in out
     assert "fastest: cached + " in out
     assert out.count("x") >= 6
     assert any(line.startswith("onnxruntime") for line in out.splitlines())
