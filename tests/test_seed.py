@@ -22,9 +22,11 @@ def test_same_seed_same_numbers_everywhere():
 
 def test_generator_drives_shuffling():
     data = list(range(20))
-    order = lambda g: list(
-        torch.utils.data.DataLoader(data, batch_size=20, shuffle=True, generator=g)
-    )[0].tolist()  # noqa: E731
+
+    def order(generator):
+        loader = torch.utils.data.DataLoader(data, batch_size=20, shuffle=True, generator=generator)
+        return next(iter(loader)).tolist()
+
     assert order(set_seed(3)) == order(make_generator(3))
     assert order(make_generator(3)) != order(make_generator(4))
 

@@ -33,7 +33,8 @@ class SimpleCNN(nn.Module):
     def __init__(self, num_classes: int = 10, dropout: float = 0.25):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(1, 32, kernel_size=3, padding=1),  # (B, 32, 28, 28): 3x3 with padding 1 keeps 28
+            # 3x3 with padding 1 keeps 28: (B, 1, 28, 28) -> (B, 32, 28, 28)
+            nn.Conv2d(1, 32, kernel_size=3, padding=1),
             nn.BatchNorm2d(32),
             nn.ReLU(),
             nn.MaxPool2d(2),  # (B, 32, 14, 14)
