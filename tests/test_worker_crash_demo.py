@@ -1,5 +1,6 @@
 """Tests of utils.worker_crash_demo: the failing DataLoader shown in notebooks/12_error_gallery.ipynb."""
 
+import re
 import subprocess
 import sys
 
@@ -49,10 +50,18 @@ def test_raises_in_worker_is_reraised_with_the_worker_named():
 
 
 def test_killed_worker_is_reported_by_the_loader():
-    with pytest.raises(
-        RuntimeError, match=r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly"
-    ):
+    # Which error surfaces last is a race (the loader's "killed by signal" / "exited unexpectedly"
+    # check, or a ConnectionResetError from its next read), but the chain always names the worker.
+    with pytest.raises((RuntimeError, ConnectionResetError)) as info:
         load_all("killed", num_workers=2)
+    messages, error = [], info.value
+    while error is not None:
+        messages.append(str(error))
+        error = error.__cause__ or error.__context__
+    assert any(
+        re.search(r"DataLoader worker \(pid.*(exited unexpectedly|killed by signal)", m)
+        for m in messages
+    ), messages
 
 
 def test_killed_needs_a_worker_process():
@@ -97,7 +106,6 @@ def test_script_reports_a_killed_worker():
         timeout=120,
     )
     assert result.returncode == 1
-    assert (
-        error_lines(result.stderr)[-1]
-        == "RuntimeError: DataLoader worker (pid(s) N) exited unexpectedly"
-    )
+    worker_lines = [line for line in error_lines(result.stderr) if "DataLoader worker (pid" in line]
+    assert worker_lines
+    assert all("killed by signal" in line or "exited unexpectedly" in line for line in worker_lines)
