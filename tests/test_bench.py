@@ -54,7 +54,7 @@ def test_report_ratios():
     ]
     inference = {
         "seconds": {"eager": {1: 0.004, 64: 0.02}, "onnxruntime": {1: 0.001, 64: 0.01}},
-        "onnx_export": "inline export",
+        "onnx_export": "utils.deploy + utils.onnx_predict",
     }
     text = format_report(train, probe, inference, 1, 60000, 10000)
     lines = text.splitlines()

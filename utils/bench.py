@@ -28,7 +28,9 @@ from torch.utils.data import DataLoader, Subset
 
 from utils.amp import train_one_epoch_amp
 from utils.data import MEAN, STD, fashion_mnist, fashion_mnist_tensors
+from utils.deploy import export_onnx
 from utils.models import SimpleCNN
+from utils.onnx_predict import OnnxPredictor
 from utils.seed import make_generator, set_seed
 from utils.timing import time_call
 from utils.train import evaluate
@@ -209,28 +211,9 @@ def describe(row: dict) -> str:
 
 
 def export_for_ort(model: nn.Module, folder: Path) -> tuple[object, str]:
-    """Export `model` and load it in ONNX Runtime: utils.deploy where present, else inline."""
-    try:
-        from utils.deploy import export_onnx
-        from utils.onnx_predict import OnnxPredictor
-    except ImportError:  # run without the deployment helpers: the same two steps, inline
-        import onnxruntime as ort
-
-        path = folder / "model.onnx"
-        torch.onnx.export(
-            model,
-            (torch.zeros(1, 1, 28, 28),),
-            str(path),
-            dynamo=True,
-            input_names=["images"],
-            output_names=["logits"],
-            dynamic_shapes=({0: torch.export.Dim("batch")},),
-        )
-        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        return (lambda batch: session.run(None, {"images": batch})[0]), "inline export"
+    """Export `model` with utils.deploy and load it in ONNX Runtime, as chapter 11 does."""
     path = export_onnx(model, folder / "model.onnx", torch.zeros(1, 1, 28, 28))
-    predictor = OnnxPredictor(path)
-    return predictor.predict, "utils.deploy + utils.onnx_predict"
+    return OnnxPredictor(path).predict, "utils.deploy + utils.onnx_predict"
 
 
 def bench_inference(
