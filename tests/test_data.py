@@ -47,7 +47,9 @@ def test_tensors_are_normalised_like_totensor_plus_normalize(real_raw_dir):
     tensors = fashion_mnist_tensors(False, limit=3)
     pil_set = fashion_mnist(
         False,
-        transform=transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))]),
+        transform=transforms.Compose(
+            [transforms.ToTensor(), transforms.Normalize((data.MEAN,), (data.STD,))]
+        ),
     )
     for i in range(3):
         image, label = pil_set[i]
@@ -64,7 +66,7 @@ def test_system_copy_is_unpacked_into_an_empty_root(tmp_path, real_raw_dir):
         for name in pair:
             with (
                 open(real_raw_dir / name, "rb") as src,
-                gzip.open(system / f"{name}.gz", "wb") as dst,
+                gzip.open(system / f"{name}.gz", "wb", compresslevel=1) as dst,
             ):
                 shutil.copyfileobj(src, dst)
     source = find_fashion_mnist(tmp_path / "root", system_dir=system, download=False)
@@ -168,7 +170,10 @@ def test_gz_files_placed_by_hand_are_unpacked(tmp_path, real_raw_dir):
     raw.mkdir(parents=True)
     for pair in FILES.values():
         for name in pair:
-            with open(real_raw_dir / name, "rb") as src, gzip.open(raw / f"{name}.gz", "wb") as dst:
+            with (
+                open(real_raw_dir / name, "rb") as src,
+                gzip.open(raw / f"{name}.gz", "wb", compresslevel=1) as dst,
+            ):
                 shutil.copyfileobj(src, dst)
     source = find_fashion_mnist(tmp_path, system_dir=tmp_path / "absent", download=False)
     assert source.origin == "prepared"

@@ -11,7 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from utils.data import fashion_mnist_tensors, load_split
+from utils import onnx_predict
+from utils.data import MEAN, STD, fashion_mnist_tensors, load_split
 from utils.deploy import export_onnx, external_data_files
 from utils.models import SimpleCNN
 from utils.onnx_predict import OnnxPredictor, preprocess
@@ -40,7 +41,7 @@ def test_images():
 
 
 def torch_logits(model: nn.Module, pixels: np.ndarray) -> np.ndarray:
-    x = (torch.from_numpy(pixels).float().unsqueeze(1) / 255.0 - 0.5) / 0.5
+    x = (torch.from_numpy(pixels).float().unsqueeze(1) / 255.0 - MEAN) / STD
     model.eval()
     with torch.no_grad():
         return model(x).numpy()
@@ -172,3 +173,8 @@ def test_command_line_predicts_without_torch(exported, test_images, tmp_path):
     expected = torch_logits(model, pixels)
     assert report["predictions"] == expected.argmax(1).tolist()
     assert np.abs(np.load(tmp_path / "logits.npy") - expected).max() <= 1e-4
+
+
+def test_torch_free_predictor_normalises_like_the_training_data():
+    """onnx_predict must not import torch (or utils.data), so it keeps its own copy of the constants."""
+    assert (onnx_predict.MEAN, onnx_predict.STD) == (MEAN, STD)

@@ -5,29 +5,11 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-ALLOWED_TAGS = {
-    "parameters",
-    "raises-exception",
-    "nbval-ignore-output",
-    "hide-input",
-    "hide-output",
-    "hide-cell",
-    "headline",
-}
-MACHINE_PATH = re.compile(r"/(?:work|tmp|root|home|Users|private|var)/[\w.-]+")
+from tests.helpers import ALLOWED_TAGS, MACHINE_PATH, NOTEBOOK_DIR, SOLUTION_TAGS, toc_files
+from tests.helpers import REPO_ROOT as ROOT
 
-
-def toc_files() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        assert part.get("caption"), "every part of _toc.yml needs a caption"
-        files += [chapter["file"] for chapter in part["chapters"]]
-    return files
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 
 def load(path: Path) -> dict:
@@ -100,9 +82,7 @@ def test_template_parts(path):
     assert any("Exercises" in h for h in headings), "a chapter ends with Exercises"
     assert any("Summary" in h for h in headings), "and a Summary"
     tagged = [set(cell.get("metadata", {}).get("tags", [])) for cell in code_cells(nb)]
-    assert any({"hide-cell", "hide-input"} & tags for tags in tagged), (
-        "exercise solutions are folded"
-    )
+    assert any(SOLUTION_TAGS & tags for tags in tagged), "exercise solutions are folded"
     assert any("parameters" in tags for tags in tagged), "one cell tagged parameters"
     asserts = sum("assert " in s for s in sources)
     assert asserts >= 3, "claims are checked with assert"

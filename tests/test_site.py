@@ -25,9 +25,9 @@ from urllib.parse import urldefrag
 
 import nbformat
 import pytest
-import yaml
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO_ROOT, toc_files
+
 BUILD_DIR = REPO_ROOT / "_build"
 SCREENSHOT_DIR = BUILD_DIR / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -44,12 +44,6 @@ PHONE = {"width": 390, "height": 844}
 # Pages with math load MathJax from its CDN; offline it is blocked and its load error is expected.
 ALLOWED_EXTERNAL = ("https://cdn.jsdelivr.net/npm/mathjax@",)
 SEARCH_WORD = "autograd"
-
-
-def toc_files() -> list[str]:
-    """Every document in _toc.yml (root first), as paths without suffix."""
-    toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text())
-    return [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
 
 
 def is_notebook(doc: str) -> bool:

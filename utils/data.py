@@ -2,7 +2,7 @@
 
 Where the data comes from, in this order:
 1. `<root>/FashionMNIST/raw/` already prepared (root: argument, else $FASHION_MNIST_ROOT,
-   else `data/` at the repository root);
+   else `data/` at the repository root, or in the current folder outside a clone);
 2. a system copy, `/usr/share/datasets/fashion-mnist/*.gz` from the Debian/Ubuntu package
    `dataset-fashion-mnist`, unpacked into the layout torchvision expects;
 3. torchvision's own download.
@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from utils import REPO_ROOT
+
 CLASSES = (
     "T-shirt/top",
     "Trouser",
@@ -35,7 +37,6 @@ CLASSES = (
     "Ankle boot",
 )
 SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
-REPO_ROOT = Path(__file__).resolve().parent.parent
 FILES = {  # split -> (images, labels), the names torchvision uses
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),

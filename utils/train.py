@@ -25,16 +25,33 @@ def train_one_epoch(
     loss_fn: Callable,
     optimizer: torch.optim.Optimizer,
     device: torch.device | str = "cpu",
+    *,
+    autocast_dtype: torch.dtype | None = None,
+    scaler: torch.amp.GradScaler | None = None,
+    memory_format: torch.memory_format | None = None,
 ) -> float:
-    """One pass over `loader`; returns the mean loss per example (`loss_fn` must average over its batch)."""
+    """One pass over `loader`; returns the mean loss per example (`loss_fn` must average over its batch).
+
+    The three keyword options are chapter 08's additions: `autocast_dtype` runs the forward pass
+    under `torch.autocast` in that 16-bit type, `scaler` (a `torch.amp.GradScaler`) scales the loss
+    for float16, `memory_format=torch.channels_last` feeds NHWC images (convert the model too).
+    """
+    device = torch.device(device)
     model.train()  # Dropout active, BatchNorm updates its running statistics
     total_loss, total_count = 0.0, 0
     for X, y in loader:
-        X, y = X.to(device), y.to(device)
-        loss = loss_fn(model(X), y)  # forward
+        X = X.to(device, memory_format=memory_format or torch.preserve_format)
+        y = y.to(device)
+        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            loss = loss_fn(model(X), y)  # forward (16-bit inside autocast, the loss in float32)
         optimizer.zero_grad()  # clear the gradients of the previous step
-        loss.backward()  # backward: fill .grad of every parameter
-        optimizer.step()  # update the parameters
+        if scaler is None:
+            loss.backward()  # backward: fill .grad of every parameter
+            optimizer.step()  # update the parameters
+        else:
+            scaler.scale(loss).backward()  # scaled so small float16 gradients do not become 0
+            scaler.step(optimizer)  # unscale; skip the step if a gradient is inf/nan
+            scaler.update()
         total_loss += loss.item() * len(y)
         total_count += len(y)
     _check_not_empty(total_count)

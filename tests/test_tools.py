@@ -1,4 +1,4 @@
-"""The maintainer tools: run report, student copies, publishing, and `outputs` metadata."""
+"""The maintainer tools in tools/: run report, student copies, `outputs` metadata, `make publish`."""
 
 from __future__ import annotations
 
@@ -9,16 +9,18 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from utils import maintain
+from tests.helpers import REPO_ROOT
+from tools import chapter_notebooks, outputs
+from tools import report as run_report
+from tools import student as student_tools
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN = {
     "seconds": 12.3,
     "date": "2026-01-02",
     "machine": "Test CPU, 2 logical CPUs",
+    "cpu": "AVX2, bfloat16 emulated",
     "accelerator": "none",
     "python": "3.11.2",
     "torch": "2.6.0+cpu",
@@ -93,15 +95,15 @@ def test_headline_lines_reads_streams_and_results_but_not_images() -> None:
         ],
     )
     nb = new_notebook(cells=[cell, new_code_cell("print(1)", outputs=[stream("1\n")])])
-    assert maintain.headline_lines(nb) == ["ratio 4.1x", "'ok'"]
+    assert run_report.headline_lines(nb) == ["ratio 4.1x", "'ok'"]
 
 
 def test_escape_markdown_escapes_table_and_math_characters() -> None:
-    assert maintain.escape_markdown("a|b $x$ *y* n_1") == r"a\|b \$x\$ \*y\* n\_1"
+    assert run_report.escape_markdown("a|b $x$ *y* n_1") == r"a\|b \$x\$ \*y\* n\_1"
 
 
 def test_fenced_outgrows_backticks_inside() -> None:
-    assert maintain.fenced("a ``` b") == "````text\na ``` b\n````"
+    assert run_report.fenced("a ``` b") == "````text\na ``` b\n````"
 
 
 def test_render_report_lists_times_setups_and_headlines(tmp_path: Path) -> None:
@@ -109,41 +111,47 @@ def test_render_report_lists_times_setups_and_headlines(tmp_path: Path) -> None:
     gpu_run = dict(RUN, seconds=3.04, accelerator="NVIDIA H100", date="2026-01-03")
     second = write(chapter("08 · AMP", run=gpu_run), tmp_path / "08_amp.ipynb")
     third = write(chapter("09 · Compile", run=None), tmp_path / "09_compile.ipynb")
-    report = maintain.render_report([first, second, third])
+    report = run_report.render_report([first, second, third])
     assert "| [05 · CNN](../notebooks/05_cnn.ipynb) | 12.3 s | A | 2026-01-02 |" in report
     assert "| [08 · AMP](../notebooks/08_amp.ipynb) | 3.0 s | B | 2026-01-03 |" in report
     assert "| [09 · Compile](../notebooks/09_compile.ipynb) | not recorded | | |" in report
-    assert "| A | Test CPU, 2 logical CPUs | none | 3.11.2 | 2.6.0+cpu |" in report
-    assert "| B | Test CPU, 2 logical CPUs | NVIDIA H100 | 3.11.2 | 2.6.0+cpu |" in report
+    assert (
+        "| A | Test CPU, 2 logical CPUs | AVX2, bfloat16 emulated | none | 3.11.2 | 2.6.0+cpu |"
+        in report
+    )
+    assert (
+        "| B | Test CPU, 2 logical CPUs | AVX2, bfloat16 emulated | NVIDIA H100 | 3.11.2 | 2.6.0+cpu |"
+        in report
+    )
     assert "Total: 15.3 s (0.3 min)" in report
     assert "executed on 2026-01-02 to 2026-01-03" in report
     assert report.count("```text\ntest accuracy 0.912\n```") == 3
 
 
 def test_render_report_without_any_run(tmp_path: Path) -> None:
-    report = maintain.render_report([write(chapter(run=None), tmp_path / "05_a.ipynb")])
+    report = run_report.render_report([write(chapter(run=None), tmp_path / "05_a.ipynb")])
     assert "No notebook has a recorded run yet: run `make outputs`." in report
 
 
 def test_write_report_is_atomic_and_creates_the_folder(tmp_path: Path) -> None:
     notebook = write(chapter(), tmp_path / "05_a.ipynb")
-    target = maintain.write_report([notebook], tmp_path / "book" / "run_report.md")
-    assert target.read_text() == maintain.render_report([notebook])
+    target = run_report.write_report([notebook], tmp_path / "book" / "run_report.md")
+    assert target.read_text() == run_report.render_report([notebook])
     assert sorted(p.name for p in target.parent.iterdir()) == ["run_report.md"]
 
 
 def test_committed_run_report_matches_the_notebooks() -> None:
-    expected = maintain.render_report(maintain.chapter_notebooks())
-    assert maintain.REPORT_PATH.read_text() == expected, (
-        "book/run_report.md is stale: run `make report` (or `python -m utils.maintain report`)"
+    expected = run_report.render_report(chapter_notebooks())
+    assert run_report.REPORT_PATH.read_text() == expected, (
+        "book/run_report.md is stale: run `make report` (or `python -m tools.report`)"
     )
 
 
 def test_run_report_numbers_are_the_notebooks_numbers() -> None:
     """Read back independently: each chapter's time and headline numbers are the stored ones."""
-    report = maintain.REPORT_PATH.read_text()
+    report = run_report.REPORT_PATH.read_text()
     headline_part = report.split("## Headline results", 1)[1]
-    for path in maintain.chapter_notebooks():
+    for path in chapter_notebooks():
         nb = nbformat.read(path, as_version=4)
         row = next(line for line in report.splitlines() if f"(../notebooks/{path.name}) |" in line)
         if "book_run" in nb.metadata:
@@ -172,12 +180,12 @@ def test_run_report_numbers_are_the_notebooks_numbers() -> None:
 
 
 def test_solution_cells_are_only_code_cells_folded_inside_exercises() -> None:
-    assert maintain.solution_cells(chapter()) == [5, 7]
+    assert student_tools.solution_cells(chapter()) == [5, 7]
 
 
 def test_student_copy_replaces_solutions_and_keeps_everything_else() -> None:
     original = chapter()
-    student = maintain.student_copy(original)
+    student = student_tools.student_copy(original)
     nbformat.validate(student)
     for index in (5, 7):
         cell = student.cells[index]
@@ -191,14 +199,14 @@ def test_student_copy_replaces_solutions_and_keeps_everything_else() -> None:
 
 
 def test_write_student_copies_of_the_real_notebooks(tmp_path: Path) -> None:
-    notebooks = maintain.chapter_notebooks()
-    written = maintain.write_student_copies(tmp_path / "student", notebooks)
+    notebooks = chapter_notebooks()
+    written = student_tools.write_student_copies(tmp_path / "student", notebooks)
     assert [p.name for p in written] == [p.name for p in notebooks]
     for source, copy in zip(notebooks, written, strict=True):
         original = nbformat.read(source, as_version=4)
         student = nbformat.read(copy, as_version=4)
         nbformat.validate(student)
-        solutions = maintain.solution_cells(original)
+        solutions = student_tools.solution_cells(original)
         kept = "\n".join(cell.source for i, cell in enumerate(original.cells) if i not in solutions)
         text = copy.read_text()
         for index in solutions:
@@ -209,8 +217,8 @@ def test_write_student_copies_of_the_real_notebooks(tmp_path: Path) -> None:
 
 
 def test_student_command_line(tmp_path: Path) -> None:
-    assert maintain.main(["student", "--out", str(tmp_path / "copies")]) == 0
-    assert len(list((tmp_path / "copies").glob("*.ipynb"))) == len(maintain.chapter_notebooks())
+    assert student_tools.main(["--out", str(tmp_path / "copies")]) == 0
+    assert len(list((tmp_path / "copies").glob("*.ipynb"))) == len(chapter_notebooks())
 
 
 def test_student_folder_is_ignored_by_git_and_the_site() -> None:
@@ -277,18 +285,21 @@ def test_make_publish_pushes_the_site_to_a_gh_pages_branch(tmp_path: Path) -> No
     assert git("rev-list", "--count", "gh-pages", cwd=bare).strip() == "2"
 
 
-def test_publish_without_a_build_says_to_build_first(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="make book"):
-        maintain.publish(tmp_path / "_build" / "html", remote="origin")
-
-
-def test_publish_outside_a_git_repository_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
-    site = tmp_path / "html"
-    site.mkdir()
-    (site / "index.html").write_text("x")
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(RuntimeError, match="publishing to origin"):
-        maintain.publish(site, remote="origin")
+def test_make_publish_without_a_build_says_to_build_first(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            "make",
+            "-f",
+            str(REPO_ROOT / "Makefile"),
+            "publish",
+            f"BIN={Path(sys.executable).parent}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert "build the site first with 'make book'" in result.stdout + result.stderr
 
 
 # --- outputs --------------------------------------------------------------------------------
@@ -299,12 +310,12 @@ def test_execute_runs_a_notebook_and_records_book_run(tmp_path: Path) -> None:
         new_notebook(cells=[new_markdown_cell("# 99 · Tiny"), new_code_cell("print(6 * 7)")]),
         tmp_path / "99_tiny.ipynb",
     )
-    seconds = maintain.execute(path)
+    seconds = outputs.execute(path)
     nb = nbformat.read(path, as_version=4)
     assert nb.cells[1].outputs[0].text == "42\n"
     assert nb.cells[1].execution_count == 1
     run = nb.metadata["book_run"]
-    assert set(run) == set(maintain.RUN_FIELDS)
+    assert set(run) == set(outputs.RUN_FIELDS)
     assert run["seconds"] == round(seconds, 1) and run["seconds"] > 0
     assert run["python"] == ".".join(map(str, sys.version_info[:3]))
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", run["date"])

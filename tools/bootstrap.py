@@ -1,0 +1,73 @@
+"""The first code cell of every chapter: install the book's `utils` where it is missing.
+
+    python -m tools.bootstrap    write (or refresh) that cell in every chapter
+
+On Colab, or with a notebook copied out of the repository, `import utils` fails; the cell then
+installs the package from the repository named once, in _config.yml (`repository.url`), which
+also gives the site its repository and launch buttons. Set BOOK_UTILS_SOURCE to install from
+somewhere else (a fork, a local folder). Inside a set-up clone the cell does nothing and prints
+nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import yaml
+
+from tools import REPO_ROOT, chapter_notebooks
+
+MARKER = "# Colab, or this notebook copied out of the book's repository:"
+
+
+def repository_url() -> str:
+    """The book's repository, as _config.yml names it."""
+    config = yaml.safe_load((REPO_ROOT / "_config.yml").read_text())
+    return config["repository"]["url"]
+
+
+def bootstrap_source(url: str) -> str:
+    """The cell's code for a repository URL."""
+    return (
+        f"{MARKER} install the book's `utils` package\n"
+        "# first. In a clone set up with `make setup` it is already installed and nothing happens.\n"
+        "import os\n"
+        "\n"
+        "try:\n"
+        "    import utils.device  # the book's package\n"
+        "except ModuleNotFoundError:\n"
+        f'    source = os.environ.get("BOOK_UTILS_SOURCE", "git+{url}")\n'
+        "    %pip install --quiet {source}"
+    )
+
+
+def apply(nb, source: str) -> bool:
+    """Put `source` in the notebook's first code cell (inserting one if needed); True if changed."""
+    from nbformat.v4 import new_code_cell
+
+    first = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
+    if nb.cells[first].source.startswith(MARKER):
+        if nb.cells[first].source == source:
+            return False
+        nb.cells[first].source = source
+    else:
+        nb.cells.insert(first, new_code_cell(source))
+    return True
+
+
+def main() -> int:
+    import nbformat
+
+    source = bootstrap_source(repository_url())
+    for path in chapter_notebooks():
+        nb = nbformat.read(path, as_version=4)
+        if apply(nb, source):
+            nbformat.write(nb, path)
+            print(
+                f"updated {path.name}: re-execute it with `make outputs NB=notebooks/{path.name}`"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Write book/run_report.md from the notebooks' recorded runs and `headline` outputs.
+
+python -m tools.report
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from tools import REPO_ROOT, chapter_notebooks
+
+REPORT_PATH = REPO_ROOT / "book" / "run_report.md"
+# What a setup is: the same machine, CPU instruction set, accelerator and versions.
+SETUP_FIELDS = ("machine", "cpu", "accelerator", "python", "torch")
+
+
+def notebook_title(nb) -> str | None:
+    """The text of the notebook's first `# ` heading (the "NN · Title" line), None if absent."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return None
+
+
+def cell_text(cell) -> str:
+    """The stored text output of a code cell: streams and text/plain results, images skipped."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream":
+            parts.append(output.text)
+        elif output.output_type in ("execute_result", "display_data"):
+            if "text/plain" in output.data and not any(k.startswith("image/") for k in output.data):
+                parts.append(output.data["text/plain"] + "\n")
+    return "".join(parts)
+
+
+def headline_lines(nb) -> list[str]:
+    """Non-empty output lines of the cells tagged `headline`, in notebook order."""
+    lines = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "headline" in cell.metadata.get("tags", []):
+            lines += [line.rstrip() for line in cell_text(cell).splitlines() if line.strip()]
+    return lines
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|$#~{}])")
+
+
+def escape_markdown(text: str) -> str:
+    """Backslash-escape what Markdown (and MyST's dollar math) would otherwise interpret."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def fenced(text: str) -> str:
+    """A Markdown code block holding text verbatim (the fence outgrows any backtick run inside)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def render_report(notebooks: list[Path]) -> str:
+    """The run report page (Markdown), built only from the notebooks' metadata and stored outputs."""
+    import nbformat
+
+    rows, results, setups, dates, total = [], [], [], set(), 0.0
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        run = nb.metadata.get("book_run")
+        link = f"[{escape_markdown(notebook_title(nb) or path.stem)}](../notebooks/{path.name})"
+        headline = headline_lines(nb)
+        results += [
+            f"### {link}",
+            "",
+            fenced("\n".join(headline)) if headline else "No cell is tagged `headline`.",
+            "",
+        ]
+        if run is None:
+            rows.append(f"| {link} | not recorded | | |")
+            continue
+        setup = tuple(str(run.get(field, "not recorded")) for field in SETUP_FIELDS)
+        if setup not in setups:
+            setups.append(setup)
+        total += float(run["seconds"])
+        dates.add(str(run["date"]))
+        key = chr(ord("A") + setups.index(setup))
+        rows.append(f"| {link} | {float(run['seconds']):.1f} s | {key} | {run['date']} |")
+
+    lines = [
+        "# Run report",
+        "",
+        "Every number on this page is read from the notebooks themselves: the run time, date and",
+        "machine that `make outputs` recorded in each notebook's metadata when it ran the notebook top",
+        "to bottom on a fresh kernel, and the stored output of the cells each chapter tagged",
+        "`headline`. `python -m tools.report` writes this page and a test checks that it",
+        "matches the notebooks, so nothing here is typed by hand. On your machine the run times and",
+        "speed ratios will differ; the results that do not depend on the machine are the ones",
+        "`pytest --nbval` checks.",
+        "",
+        "## Run times",
+        "",
+        ":::{table} Wall time of a top-to-bottom run of each chapter",
+        ":class: run-times",
+        "| Chapter | Run time | Setup | Date |",
+        "|:--|--:|:-:|:--|",
+        *rows,
+        ":::",
+        "",
+        f"Total: {total:.1f} s ({total / 60:.1f} min) for the chapters with a recorded run.",
+        "",
+        "## Machines and versions",
+        "",
+    ]
+    if setups:
+        lines += [
+            "| Setup | Machine | CPU instructions | Accelerator | Python | PyTorch |",
+            "|:-:|:--|:--|:--|:--|:--|",
+        ]
+        for index, setup in enumerate(setups):
+            cells = (escape_markdown(value) for value in setup)
+            lines.append(f"| {chr(ord('A') + index)} | " + " | ".join(cells) + " |")
+        first, last = min(dates), max(dates)
+        span = first if first == last else f"{first} to {last}"
+        lines += [
+            "",
+            f"The notebooks were executed on {span}. The CPU instruction set matters: chapter 08's",
+            "result flips with it (bfloat16 is fast only where the CPU runs it natively).",
+        ]
+    else:
+        lines.append("No notebook has a recorded run yet: run `make outputs`.")
+    lines += [
+        "",
+        "## Headline results",
+        "",
+        "The stored output of each chapter's `headline` cells.",
+        "",
+    ]
+    return "\n".join(lines + results).rstrip("\n") + "\n"
+
+
+def write_report(notebooks: list[Path] | None = None, path: Path = REPORT_PATH) -> Path:
+    """Write the run report atomically (temp file + rename) and return its path."""
+    text = render_report(chapter_notebooks() if notebooks is None else notebooks)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".md.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
+    return path
+
+
+def main() -> int:
+    print(f"wrote {write_report().relative_to(REPO_ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
