@@ -62,43 +62,70 @@ def fenced(text: str) -> str:
     return f"{fence}text\n{text}\n{fence}"
 
 
-def render_report(notebooks: list[Path]) -> str:
-    """The run report page (Markdown), built only from the notebooks' metadata and stored outputs."""
+INTRO = """# Run report
+
+Every number on this page is read from the notebooks themselves: the run time, date and
+machine that `make outputs` recorded in each notebook's metadata when it ran the notebook top
+to bottom on a fresh kernel, and the stored output of the cells each chapter tagged
+`headline`. `python -m tools.report` writes this page and a test checks that it
+matches the notebooks, so nothing here is typed by hand. On your machine the run times and
+speed ratios will differ; the results that do not depend on the machine are the ones
+`pytest --nbval` checks."""
+
+
+def _letter(index: int) -> str:
+    return chr(ord("A") + index)
+
+
+def _read_runs(notebooks: list[Path]) -> tuple[list[str], list[str], list[tuple], list[dict]]:
+    """Per chapter: a run-time table row and its headline section; the distinct setups; the runs."""
     import nbformat
 
-    rows, results, setups, dates, total = [], [], [], set(), 0.0
+    rows, results, setups, runs = [], [], [], []
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
-        run = nb.metadata.get("book_run")
         link = f"[{escape_markdown(notebook_title(nb) or path.stem)}](../notebooks/{path.name})"
         headline = headline_lines(nb)
-        results += [
-            f"### {link}",
-            "",
-            fenced("\n".join(headline)) if headline else "No cell is tagged `headline`.",
-            "",
-        ]
+        body = fenced("\n".join(headline)) if headline else "No cell is tagged `headline`."
+        results += [f"### {link}", "", body, ""]
+        run = nb.metadata.get("book_run")
         if run is None:
             rows.append(f"| {link} | not recorded | | |")
             continue
         setup = tuple(str(run.get(field, "not recorded")) for field in SETUP_FIELDS)
         if setup not in setups:
             setups.append(setup)
-        total += float(run["seconds"])
-        dates.add(str(run["date"]))
-        key = chr(ord("A") + setups.index(setup))
+        runs.append(run)
+        key = _letter(setups.index(setup))
         rows.append(f"| {link} | {float(run['seconds']):.1f} s | {key} | {run['date']} |")
+    return rows, results, setups, runs
 
+
+def _setup_lines(setups: list[tuple], runs: list[dict]) -> list[str]:
+    """The table of machines and versions, and the dates the notebooks ran."""
+    if not setups:
+        return ["No notebook has a recorded run yet: run `make outputs`."]
     lines = [
-        "# Run report",
+        "| Setup | Machine | CPU instructions | Accelerator | Python | PyTorch |",
+        "|:-:|:--|:--|:--|:--|:--|",
+    ]
+    for index, setup in enumerate(setups):
+        lines.append(f"| {_letter(index)} | " + " | ".join(map(escape_markdown, setup)) + " |")
+    dates = sorted({str(run["date"]) for run in runs})
+    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    return lines + [
         "",
-        "Every number on this page is read from the notebooks themselves: the run time, date and",
-        "machine that `make outputs` recorded in each notebook's metadata when it ran the notebook top",
-        "to bottom on a fresh kernel, and the stored output of the cells each chapter tagged",
-        "`headline`. `python -m tools.report` writes this page and a test checks that it",
-        "matches the notebooks, so nothing here is typed by hand. On your machine the run times and",
-        "speed ratios will differ; the results that do not depend on the machine are the ones",
-        "`pytest --nbval` checks.",
+        f"The notebooks were executed on {span}. The CPU instruction set matters: chapter 08's",
+        "result flips with it (bfloat16 is fast only where the CPU runs it natively).",
+    ]
+
+
+def render_report(notebooks: list[Path]) -> str:
+    """The run report page (Markdown), built only from the notebooks' metadata and stored outputs."""
+    rows, results, setups, runs = _read_runs(notebooks)
+    total = sum(float(run["seconds"]) for run in runs)
+    lines = [
+        INTRO,
         "",
         "## Run times",
         "",
@@ -113,25 +140,7 @@ def render_report(notebooks: list[Path]) -> str:
         "",
         "## Machines and versions",
         "",
-    ]
-    if setups:
-        lines += [
-            "| Setup | Machine | CPU instructions | Accelerator | Python | PyTorch |",
-            "|:-:|:--|:--|:--|:--|:--|",
-        ]
-        for index, setup in enumerate(setups):
-            cells = (escape_markdown(value) for value in setup)
-            lines.append(f"| {chr(ord('A') + index)} | " + " | ".join(cells) + " |")
-        first, last = min(dates), max(dates)
-        span = first if first == last else f"{first} to {last}"
-        lines += [
-            "",
-            f"The notebooks were executed on {span}. The CPU instruction set matters: chapter 08's",
-            "result flips with it (bfloat16 is fast only where the CPU runs it natively).",
-        ]
-    else:
-        lines.append("No notebook has a recorded run yet: run `make outputs`.")
-    lines += [
+        *_setup_lines(setups, runs),
         "",
         "## Headline results",
         "",
