@@ -23,6 +23,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from utils import REPO_ROOT
+from utils.idx import IMAGES_MAGIC, LABELS_MAGIC, DataError, read_idx
 
 CLASSES = (
     "T-shirt/top",
@@ -42,12 +43,7 @@ FILES = {  # split -> (images, labels), the names torchvision uses
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 COUNTS = {"train": 60_000, "test": 10_000}
-IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049  # IDX headers: 0x00000803 and 0x00000801
 MEAN, STD = 0.5, 0.5  # Normalize((0.5,), (0.5,)) maps 0..1 to -1..1
-
-
-class DataError(RuntimeError):
-    """Fashion-MNIST is missing or a file of it is damaged; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -131,33 +127,6 @@ def find_fashion_mnist(
     )
 
 
-def _read_idx(path: Path, magic: int, count: int) -> np.ndarray:
-    """Read one IDX file and check its header and size against what Fashion-MNIST must be."""
-    data = path.read_bytes()
-    fix = f"Delete {path} and run again to unpack or download a fresh copy."
-    if len(data) < 8:
-        raise DataError(f"{path} is truncated or empty ({len(data)} bytes). {fix}")
-    found_magic = int.from_bytes(data[0:4], "big")
-    if found_magic != magic:
-        raise DataError(
-            f"{path} is not an IDX {'image' if magic == IMAGES_MAGIC else 'label'} file "
-            f"(magic number {found_magic}, expected {magic}): it is corrupt or the wrong file. {fix}"
-        )
-    found_count = int.from_bytes(data[4:8], "big")
-    if found_count != count:
-        raise DataError(f"{path} holds {found_count} items; Fashion-MNIST has {count} here. {fix}")
-    header = 16 if magic == IMAGES_MAGIC else 8
-    shape = (count, 28, 28) if magic == IMAGES_MAGIC else (count,)
-    if magic == IMAGES_MAGIC and data[8:16] != (28).to_bytes(4, "big") * 2:
-        raise DataError(f"{path} does not hold 28x28 images. {fix}")
-    expected = header + int(np.prod(shape))
-    if len(data) != expected:
-        raise DataError(
-            f"{path} is truncated or padded: {len(data)} bytes, expected {expected}. {fix}"
-        )
-    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
-
-
 def load_split(
     train: bool, root: str | Path | None = None, **find_kwargs
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -166,8 +135,8 @@ def load_split(
     raw_dir = find_fashion_mnist(root, **find_kwargs).raw_dir
     images_name, labels_name = FILES[split]
     count = COUNTS[split]
-    images = _read_idx(raw_dir / images_name, IMAGES_MAGIC, count)
-    labels = _read_idx(raw_dir / labels_name, LABELS_MAGIC, count)
+    images = read_idx(raw_dir / images_name, IMAGES_MAGIC, count)
+    labels = read_idx(raw_dir / labels_name, LABELS_MAGIC, count)
     per_class = np.bincount(labels, minlength=len(CLASSES))
     if len(per_class) != len(CLASSES) or not (per_class == count // len(CLASSES)).all():
         raise DataError(
