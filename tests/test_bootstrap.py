@@ -75,8 +75,14 @@ def test_a_copied_chapter_installs_utils_and_runs(tmp_path: Path, monkeypatch):
     argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     (kernels / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python"}))
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    # Install from this checkout instead of the repository URL (offline; its setuptools builds it).
-    monkeypatch.setenv("BOOK_UTILS_SOURCE", f"--no-build-isolation --no-deps {REPO_ROOT}")
+    # Install from a copy of this checkout's package instead of the repository URL (offline, and
+    # the build folder setuptools writes stays out of the checkout).
+    source_dir = tmp_path / "source"
+    shutil.copytree(
+        REPO_ROOT / "utils", source_dir / "utils", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(REPO_ROOT / "pyproject.toml", source_dir)
+    monkeypatch.setenv("BOOK_UTILS_SOURCE", f"--no-build-isolation --no-deps {source_dir}")
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
     source = next(p for p in chapter_notebooks() if p.name.startswith("01_"))
