@@ -15,6 +15,7 @@ from utils.distributed import (
     build_model,
     global_batches,
     launch,
+    launch_env,
     parse_args,
     pick_backend,
     shard_batches,
@@ -82,11 +83,32 @@ def test_torchrun_command():
                            "-m", "utils.distributed", "--out", "r"]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("platform", "ifname", "libuv"),
+    [("linux", "lo", None), ("win32", None, "0"), ("darwin", None, None)],
+)
+def test_launch_env_per_platform(monkeypatch, platform, ifname, libuv):
+    monkeypatch.setattr(sys, "platform", platform)
+    env = launch_env({"PATH": "/bin", "OMP_NUM_THREADS": "8"})
+    assert env["PATH"] == "/bin" and env["OMP_NUM_THREADS"] == "1"  # one thread per rank
+    assert env["MASTER_ADDR"] == "127.0.0.1"
+    assert env.get("GLOO_SOCKET_IFNAME") == ifname
+    assert env.get("USE_LIBUV") == libuv  # Windows builds may lack libuv: torchrun needs it off
+
+
+def test_launch_env_keeps_what_the_user_set(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert launch_env({"USE_LIBUV": "1"})["USE_LIBUV"] == "1"
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert launch_env({"GLOO_SOCKET_IFNAME": "eth0"})["GLOO_SOCKET_IFNAME"] == "eth0"
+
+
 def test_launch_rejects_bad_nproc():
     with pytest.raises(ValueError, match="nproc must be >= 1, got 0"):
         launch(0, ["--out", "r"])
 
 
+@pytest.mark.slow  # starts Python processes that import torch
 def test_running_without_torchrun_explains_how():
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     result = subprocess.run([sys.executable, "-m", "utils.distributed", "--out", "r"],
@@ -95,6 +117,7 @@ def test_running_without_torchrun_explains_how():
     assert "start it with torchrun" in result.stderr
 
 
+@pytest.mark.slow  # starts Python processes that import torch
 def test_failed_run_shows_the_child_stderr(tmp_path):
     with pytest.raises(RuntimeError, match=r"(?s)torchrun failed with exit code.*raise the limit"):
         launch(1, ["--out", tmp_path, "--train-limit", 4, "--batch-size", 8], timeout=120)
@@ -115,6 +138,7 @@ def reference_run(per_rank_batch: int) -> tuple[nn.Module, list[float]]:
     return model, losses
 
 
+@pytest.mark.slow  # two torchrun ranks train on real data
 def test_two_gloo_ranks_with_no_sync_match_one_large_batch(tmp_path):
     """2 ranks x 2 micro-batches of 8 (no_sync) == 1 process x batch 32, on real Fashion-MNIST."""
     result = launch(

@@ -1,13 +1,15 @@
 """Tests of utils.worker_crash_demo: the failing DataLoader shown in notebooks/12_error_gallery.ipynb."""
 
+import multiprocessing
 import re
+import signal
 import subprocess
 import sys
 
 import pytest
 import torch
 
-from utils.worker_crash_demo import FlakyDataset, error_lines, load_all, main
+from utils.worker_crash_demo import FlakyDataset, error_lines, kill_signal, load_all, main
 
 
 def test_dataset_items_and_length():
@@ -64,6 +66,23 @@ def test_killed_worker_is_reported_by_the_loader():
     ), messages
 
 
+def test_no_worker_outlives_a_failed_load():
+    # A surviving worker would be stopped only when the traceback is garbage-collected, stalling
+    # whatever runs then for up to 5 s; load_all stops the workers itself.
+    for mode in ("killed", "raises"):
+        before = set(multiprocessing.active_children())  # other tests' processes, if any
+        with pytest.raises((RuntimeError, ConnectionResetError, ValueError)):
+            load_all(mode, num_workers=2)
+        assert set(multiprocessing.active_children()) <= before, mode
+
+
+def test_kill_signal_is_portable(monkeypatch):
+    if hasattr(signal, "SIGKILL"):
+        assert kill_signal() == signal.SIGKILL
+        monkeypatch.delattr(signal, "SIGKILL")  # as on Windows
+    assert kill_signal() == signal.SIGTERM
+
+
 def test_killed_needs_a_worker_process():
     with pytest.raises(ValueError, match="mode 'killed' needs num_workers >= 1"):
         load_all("killed", num_workers=0)
@@ -98,6 +117,7 @@ def test_main_prints_the_count(capsys):
     assert capsys.readouterr().out == "loaded 64 items with num_workers=0\n"
 
 
+@pytest.mark.slow  # a new Python process that imports torch and starts two workers
 def test_script_reports_a_killed_worker():
     result = subprocess.run(
         [sys.executable, "-m", "utils.worker_crash_demo", "killed", "--num-workers", "2"],

@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
@@ -193,20 +194,34 @@ def torchrun_command(nproc: int, script_args: list[str]) -> list[str]:
     ]  # fmt: skip
 
 
+def launch_env(base: Mapping[str, str]) -> dict[str, str]:
+    """The environment `launch` gives torchrun: `base` plus the settings a shared machine needs.
+
+    One OpenMP thread per rank (the ranks share the cores) and gloo on the loopback address; on
+    Windows USE_LIBUV=0, because some Windows builds of torch lack the libuv rendezvous store that
+    torchrun asks for by default since torch 2.4. A value already set in `base` for those two
+    machine-specific keys (GLOO_SOCKET_IFNAME, USE_LIBUV) is kept.
+    """
+    env = {**base, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
+    if sys.platform.startswith("linux"):
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network interface needed
+    if sys.platform == "win32":
+        env.setdefault("USE_LIBUV", "0")
+    return env
+
+
 def launch(
     nproc: int, script_args: list[str], timeout: float = 120, cwd: str | Path | None = None
 ) -> subprocess.CompletedProcess:
     """Run `torchrun_command` with captured output; a clear error with the child's stderr on failure.
 
-    Each rank gets OMP_NUM_THREADS=1 (ranks share the CPU cores) and gloo talks over loopback.
-    A run that exceeds `timeout` seconds is killed together with all of its ranks.
+    The environment comes from `launch_env` (one thread per rank, gloo over loopback, and on
+    Windows USE_LIBUV=0). A run that exceeds `timeout` seconds is killed together with all of its ranks.
     """
     if nproc < 1:
         raise ValueError(f"nproc must be >= 1, got {nproc}")
     command = torchrun_command(nproc, [str(a) for a in script_args])
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
-    if sys.platform.startswith("linux"):
-        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network interface needed
+    env = launch_env(os.environ)
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
         start_new_session=os.name == "posix",  # its own process group, so a kill reaches every rank

@@ -26,7 +26,11 @@ def time_call(
     repeat: int = 10,
     device: torch.device | str = "cpu",
 ) -> dict:
-    """Call `fn` `warmup` times untimed, then `repeat` times timed; seconds per call."""
+    """Call `fn` `warmup` times untimed, then `repeat` times timed; seconds per call.
+
+    The result holds the median (the number to report), min and max (their spread shows how noisy
+    the machine was) and every timed call in `times_s`; `summary` prints the three on one line.
+    """
     if repeat < 1 or warmup < 0:
         raise ValueError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
     for _ in range(warmup):
@@ -47,6 +51,10 @@ def time_call(
     }
 
 
-def throughput(items_per_call: int, seconds_per_call: float) -> float:
-    """Items per second."""
-    return items_per_call / seconds_per_call
+def summary(result: dict, unit: str = "ms") -> str:
+    """A time_call result on one line, e.g. 'median 3.70 ms (min 3.61, max 4.02, 20 calls)'."""
+    scale = {"s": 1.0, "ms": 1e3, "us": 1e6}[unit]
+    return (
+        f"median {result['median_s'] * scale:.2f} {unit} (min {result['min_s'] * scale:.2f}, "
+        f"max {result['max_s'] * scale:.2f}, {result['repeat']} calls)"
+    )

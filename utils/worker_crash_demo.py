@@ -20,6 +20,11 @@ from torch.utils.data import DataLoader, Dataset
 MODES = ("killed", "raises", "fixed")
 
 
+def kill_signal() -> int:
+    """SIGKILL where it exists (Linux, macOS); on Windows SIGTERM, with which os.kill ends a process."""
+    return getattr(signal, "SIGKILL", signal.SIGTERM)
+
+
 class FlakyDataset(Dataset):
     """`size` items, item i is tensor([i.]); item `fail_at` fails the way `mode` says.
 
@@ -42,7 +47,9 @@ class FlakyDataset(Dataset):
 
     def __getitem__(self, index: int) -> torch.Tensor:
         if index == self.fail_at and self.mode == "killed":
-            os.kill(os.getpid(), signal.SIGKILL)  # no Python cleanup, no traceback: the OS ends it
+            # No Python cleanup, no traceback: the OS ends the process, as its out-of-memory killer
+            # would. Windows has no SIGKILL; there os.kill ends the process (TerminateProcess).
+            os.kill(os.getpid(), kill_signal())
         if index == self.fail_at and self.mode == "raises":
             raise ValueError(f"item {index}: could not decode the image file")
         return torch.tensor([float(index)])
@@ -60,7 +67,20 @@ def load_all(mode: str, num_workers: int, batch_size: int = 8, size: int = 64) -
     loader = DataLoader(
         FlakyDataset(size=size, mode=mode), batch_size=batch_size, num_workers=num_workers
     )
-    return sum(len(batch) for batch in loader)
+    batches, count = iter(loader), 0
+    try:
+        for batch in batches:
+            count += len(batch)
+    finally:
+        # Stop the worker processes now, also after an error. Otherwise the iterator lives on in
+        # the error's traceback and stops them only when it is garbage-collected, later and at a
+        # random point, waiting up to 5 s for a worker when one has died. DataLoader iterators
+        # have no public close(); the one with workers has _shutdown_workers (0 workers: none).
+        shutdown = getattr(batches, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+        del batches
+    return count
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -89,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if (
-    __name__ == "__main__"
-):  # the main guard: spawned worker processes import this file without running main()
+# The main guard: workers started with spawn (Windows, macOS) or forkserver (Linux from Python
+# 3.14) import this file again, and must not run main() when they do.
+if __name__ == "__main__":
     sys.exit(main())
