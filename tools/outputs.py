@@ -25,13 +25,13 @@ def run_metadata(seconds: float) -> dict:
     """What `outputs` stores in a notebook's metadata["book_run"]: time, date, machine, versions."""
     import torch
 
-    from utils.env import cpu_model
+    from utils.env import cpu_instructions, cpu_model
 
     return {
         "seconds": round(seconds, 1),
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{cpu_model()}, {os.cpu_count()} logical CPUs",
-        "cpu": torch.backends.cpu.get_cpu_capability(),
+        "cpu": cpu_instructions(),
         "accelerator": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
         "python": platform.python_version(),
         "torch": torch.__version__,

@@ -1,30 +1,63 @@
-"""Mixed precision by device: which 16-bit type, whether a GradScaler. Taught in notebooks/08_mixed_precision.ipynb."""
+"""Mixed precision by device: which 16-bit type, whether a GradScaler. Taught in notebooks/08_mixed_precision.ipynb.
+
+The policy: bfloat16 without a scaler wherever the device computes bfloat16 (CUDA GPUs from compute
+capability 8.0 and ROCm, Intel XPUs, CPUs), float16 with a `GradScaler` on older CUDA GPUs and MPS.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import torch
-from torch import nn
 
-# float16 needs loss scaling (its exponent range is small); bfloat16 has float32's exponent range.
-AUTOCAST_DTYPES = {
-    "cuda": torch.float16,
-    "mps": torch.float16,
-    "xpu": torch.bfloat16,
-    "cpu": torch.bfloat16,
-}
+from utils.env import cpu_native_bfloat16
+
+DEVICE_TYPES = ("cuda", "mps", "xpu", "cpu")
+
+
+@dataclass(frozen=True)
+class AmpPolicy:
+    """What `torch.autocast` should use on one device, and why."""
+
+    dtype: torch.dtype  # the 16-bit type autocast computes in
+    use_scaler: bool  # float16 needs loss scaling (small exponent range); bfloat16 does not
+    native: bool  # False: the hardware emulates `dtype`, so autocast may be slower than float32
+    reason: str
+
+
+def amp_policy(device: torch.device | str) -> AmpPolicy:
+    """The book's mixed-precision choice for `device`: bfloat16 where supported, else float16 + scaler."""
+    kind = torch.device(device).type
+    if kind == "cuda":
+        if torch.cuda.is_bf16_supported(including_emulation=False):  # compute capability 8.0+, ROCm
+            return AmpPolicy(torch.bfloat16, False, True, "CUDA GPU with bfloat16 tensor cores")
+        tensor_cores = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 7
+        return AmpPolicy(
+            torch.float16,
+            True,
+            tensor_cores,
+            "CUDA GPU without bfloat16: float16 with loss scaling",
+        )
+    if kind == "xpu":
+        return AmpPolicy(torch.bfloat16, False, True, "Intel GPU: bfloat16")
+    if kind == "mps":
+        # float16 works in MPS autocast on every macOS that torch supports; bfloat16 needs macOS 14.
+        return AmpPolicy(torch.float16, True, True, "Apple GPU: float16 with loss scaling")
+    if kind == "cpu":
+        if cpu_native_bfloat16():
+            return AmpPolicy(torch.bfloat16, False, True, "CPU with native bfloat16")
+        return AmpPolicy(
+            torch.bfloat16, False, False, "CPU without bfloat16 instructions: emulated, slow"
+        )
+    raise ValueError(
+        f"No autocast type known for device {kind!r}; use one of {', '.join(DEVICE_TYPES)}, "
+        "or pass dtype=torch.bfloat16 / torch.float16 to torch.autocast yourself."
+    )
 
 
 def autocast_dtype(device: torch.device | str) -> torch.dtype:
-    """The 16-bit type `torch.autocast` should use on `device`: float16 on GPUs, bfloat16 on CPUs."""
-    kind = torch.device(device).type
-    if kind not in AUTOCAST_DTYPES:
-        raise ValueError(
-            f"No autocast type known for device {kind!r}; use one of {', '.join(AUTOCAST_DTYPES)}, "
-            "or pass dtype=torch.bfloat16 / torch.float16 to torch.autocast yourself."
-        )
-    return AUTOCAST_DTYPES[kind]
+    """The 16-bit type `torch.autocast` should use on `device` (see `amp_policy`)."""
+    return amp_policy(device).dtype
 
 
 def make_grad_scaler(device: torch.device | str, dtype: torch.dtype) -> torch.amp.GradScaler:
@@ -36,35 +69,11 @@ def make_grad_scaler(device: torch.device | str, dtype: torch.dtype) -> torch.am
     return torch.amp.GradScaler(torch.device(device).type, enabled=dtype == torch.float16)
 
 
-def train_one_epoch_amp(
-    model: nn.Module,
-    loader: Iterable,
-    loss_fn: Callable,
-    optimizer: torch.optim.Optimizer,
-    device: torch.device | str,
-    dtype: torch.dtype | None,
-    scaler: torch.amp.GradScaler | None = None,
-    channels_last: bool = False,
-) -> float:
-    """`utils.train.train_one_epoch` with autocast (`dtype=None`: plain float32) and a scaler.
+def amp_setup(device: torch.device | str) -> tuple[torch.dtype, torch.amp.GradScaler | None]:
+    """`(autocast dtype, scaler)` for training on `device`: a fresh GradScaler for float16, else None.
 
-    `channels_last=True` feeds images in NHWC memory order (convert the model the same way).
-    Returns the mean loss per example.
+    Pass both to `utils.train.train_one_epoch(..., autocast_dtype=dtype, scaler=scaler)`.
     """
-    device = torch.device(device)
-    if scaler is None:
-        scaler = torch.amp.GradScaler(device.type, enabled=False)  # a no-op scaler
-    memory_format = torch.channels_last if channels_last else torch.contiguous_format
-    model.train()
-    total_loss, total_count = 0.0, 0
-    for X, y in loader:
-        X, y = X.to(device, memory_format=memory_format), y.to(device)
-        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            loss = loss_fn(model(X), y)  # matmuls/convs in 16 bits, the loss in float32
-        optimizer.zero_grad()
-        scaler.scale(loss).backward()  # scale up so small float16 gradients do not become 0
-        scaler.step(optimizer)  # unscale, skip the step if any gradient is inf/nan
-        scaler.update()
-        total_loss += loss.item() * len(y)
-        total_count += len(y)
-    return total_loss / total_count
+    policy = amp_policy(device)
+    scaler = torch.amp.GradScaler(torch.device(device).type) if policy.use_scaler else None
+    return policy.dtype, scaler
