@@ -1,4 +1,5 @@
-"""Tests of utils.distributed: sharding, the torchrun launch, and DDP = one large batch."""
+"""Tests of utils.distributed and utils.ddp_launch: sharding, the torchrun launch, the rank-0
+checkpoint every rank reloads, and DDP = one large batch."""
 
 from __future__ import annotations
 
@@ -11,16 +12,15 @@ import torch
 from torch import nn
 
 from utils.data import fashion_mnist_tensors
-from utils.distributed import (
-    build_model,
+from utils.ddp_launch import (
     global_batches,
     launch,
     launch_env,
     parse_args,
-    pick_backend,
     shard_batches,
     torchrun_command,
 )
+from utils.distributed import Process, build_model, pick_backend, save_and_reload
 
 TRAIN_LIMIT, BATCH_SIZE, NUM_STEPS, LR, SEED = 256, 16, 3, 0.1, 0
 
@@ -108,6 +108,37 @@ def test_launch_rejects_bad_nproc():
         launch(0, ["--out", "r"])
 
 
+@pytest.fixture
+def one_rank_group():
+    """A real gloo process group of one rank, in this process (an in-memory store, no ports)."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield Process(rank=0, world_size=1, local_rank=0, backend="gloo", device=torch.device("cpu"))
+    dist.destroy_process_group()
+
+
+def test_save_and_reload_writes_module_weights_and_loads_them_into_a_fresh_model(
+    one_rank_group, tmp_path
+):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = build_model("mlp", 3)
+    ddp_model = DDP(model)
+    args = parse_args(["--out", str(tmp_path), "--seed", "3"])
+    reloaded = save_and_reload(ddp_model, args, one_rank_group)
+
+    saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert list(saved) == reloaded["checkpoint_keys"] == list(model.state_dict())
+    assert reloaded["ddp_keys"] == [f"module.{key}" for key in saved]  # what .module avoids
+    assert reloaded["loaded_on"] == "cpu"
+    fresh = build_model("mlp", 3 + 1)  # the seed save_and_reload starts rank 0's copy from
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(reloaded["restored_state_dict"][name], tensor), name
+        assert not torch.equal(fresh.state_dict()[name], tensor), name  # the load replaced it
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]  # no temporary file left
+
+
 @pytest.mark.slow  # starts Python processes that import torch
 def test_running_without_torchrun_explains_how():
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -155,6 +186,12 @@ def test_two_gloo_ranks_with_no_sync_match_one_large_batch(tmp_path):
         assert torch.equal(tensor, ranks[1]["state_dict"][name]), name  # identical on every rank
     for step in range(2 * NUM_STEPS):
         assert not set(ranks[0]["indices"][step].tolist()) & set(ranks[1]["indices"][step].tolist())
+    checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=True)  # rank 0 wrote it
+    for rank in ranks:  # each rank loaded it into its own fresh model, on its own device
+        assert rank["loaded_on"] == rank["device"] == "cpu"
+        for name, tensor in checkpoint.items():
+            assert torch.equal(rank["restored_state_dict"][name], tensor), name
+            assert torch.equal(rank["state_dict"][name], tensor), name
 
     reference, reference_losses = reference_run(BATCH_SIZE)
     start = build_model("mlp", SEED).state_dict()

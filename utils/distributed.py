@@ -2,26 +2,24 @@
 
 One process per device; each process (rank) trains on its own shard of every batch and DDP
 averages the gradients across ranks in backward, so every rank takes the same optimizer step.
-Launch the training entry point with torchrun, here two CPU processes talking over gloo:
+This module is what each rank runs; start it with torchrun, here two CPU processes over gloo:
 
     python -m torch.distributed.run --standalone --nproc-per-node=2 -m utils.distributed \\
         --out runs/ddp --steps 5 --batch-size 32
 
-Each rank writes `rank<r>.pt` under --out: final weights, losses and the sample indices it saw.
-`launch` runs that command as a subprocess with the settings a shared machine needs.
+Rank 0 saves the trained weights to `checkpoint.pt` under --out and every rank loads them back.
+Each rank writes `rank<r>.pt` there: final and reloaded weights, losses and the sample indices it
+saw. `utils.ddp_launch.launch` runs the command above from Python.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
 import sys
-from collections.abc import Mapping
 from contextlib import nullcontext
 from datetime import timedelta
-from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -29,7 +27,18 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-MODELS = ("mlp", "cnn")
+from utils.checkpoint import atomic_save
+from utils.ddp_launch import MODELS, parse_args
+
+
+class Process(NamedTuple):
+    """Who this process is in the job, and where it computes."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    backend: str
+    device: torch.device
 
 
 def build_model(name: str, seed: int) -> nn.Module:
@@ -42,52 +51,6 @@ def build_model(name: str, seed: int) -> nn.Module:
     return MLP() if name == "mlp" else SimpleCNN()
 
 
-def shard_batches(
-    num_items: int, world_size: int, rank: int, batch_size: int, seed: int, epoch: int = 0
-) -> list[torch.Tensor]:
-    """The index batches DistributedSampler(shuffle=True) + DataLoader(drop_last=True) give one rank."""
-    sampler = DistributedSampler(
-        range(num_items), num_replicas=world_size, rank=rank, shuffle=True, seed=seed
-    )
-    sampler.set_epoch(epoch)
-    indices = torch.tensor(list(sampler))
-    num_batches = len(indices) // batch_size
-    return list(indices[: num_batches * batch_size].split(batch_size))
-
-
-def global_batches(
-    num_items: int, world_size: int, batch_size: int, seed: int, epoch: int = 0
-) -> list[torch.Tensor]:
-    """Step k's samples over all ranks together: what one process must see to match DDP's step k."""
-    per_rank = [
-        shard_batches(num_items, world_size, r, batch_size, seed, epoch) for r in range(world_size)
-    ]
-    return [torch.cat(batches) for batches in zip(*per_rank, strict=True)]
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Train on Fashion-MNIST with DDP (run via torchrun)."
-    )
-    parser.add_argument("--out", type=Path, required=True, help="folder for rank<r>.pt results")
-    parser.add_argument("--model", choices=MODELS, default="mlp")
-    parser.add_argument("--steps", type=int, default=5, help="optimizer steps")
-    parser.add_argument("--batch-size", type=int, default=32, help="per rank, per micro-batch")
-    parser.add_argument(
-        "--accum-steps", type=int, default=1, help="micro-batches per step (no_sync)"
-    )
-    parser.add_argument("--train-limit", type=int, default=1024, help="first N training images")
-    parser.add_argument("--lr", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
-    parser.add_argument("--sync-bn", action="store_true", help="convert BatchNorm to SyncBatchNorm")
-    args = parser.parse_args(argv)
-    for name in ("steps", "batch_size", "accum_steps", "train_limit"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    return args
-
-
 def pick_backend(requested: str, local_world_size: int) -> str:
     """nccl when every local rank can have its own CUDA device, else gloo (CPU, any OS)."""
     if requested != "auto":
@@ -95,23 +58,26 @@ def pick_backend(requested: str, local_world_size: int) -> str:
     return "nccl" if torch.cuda.device_count() >= local_world_size else "gloo"
 
 
-def train(args: argparse.Namespace) -> dict:
-    """Body of one rank: the single-device loop plus the lines marked DDP."""
-    from utils.data import fashion_mnist_tensors
-
+def join_group(requested_backend: str) -> Process:
+    """Read who this process is from torchrun's environment, pick its device, join the group."""
     rank = int(os.environ["RANK"])  # DDP: torchrun sets RANK, LOCAL_RANK and WORLD_SIZE
-    world_size = int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])
-    backend = pick_backend(args.backend, int(os.environ["LOCAL_WORLD_SIZE"]))
+    backend = pick_backend(requested_backend, int(os.environ["LOCAL_WORLD_SIZE"]))
     if backend == "nccl":  # DDP on GPUs: one device per process, chosen by LOCAL_RANK
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
     dist.init_process_group(backend, timeout=timedelta(seconds=60))  # DDP: join the group
+    return Process(rank, int(os.environ["WORLD_SIZE"]), local_rank, backend, device)
+
+
+def make_loader(args: argparse.Namespace, world_size: int) -> DataLoader:
+    """Real Fashion-MNIST with each item's index, so a run can show which images each rank saw."""
+    from utils.data import fashion_mnist_tensors
 
     X, y = fashion_mnist_tensors(train=True, limit=args.train_limit).tensors
-    dataset = TensorDataset(X, y, torch.arange(len(X)))  # the index lets us check the shards
+    dataset = TensorDataset(X, y, torch.arange(len(X)))
     sampler = DistributedSampler(dataset, shuffle=True, seed=args.seed)  # DDP: a disjoint shard
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True)
     if len(loader) == 0:
@@ -119,24 +85,24 @@ def train(args: argparse.Namespace) -> dict:
             f"--train-limit {args.train_limit} over {world_size} ranks leaves fewer than "
             f"--batch-size {args.batch_size} images per rank: raise the limit or lower the batch"
         )
+    return loader
 
-    model = build_model(args.model, args.seed)
-    if args.sync_bn:
-        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    model = model.to(device)
-    ddp_model = DDP(model, device_ids=[local_rank] if backend == "nccl" else None)  # DDP: wrap
+
+def train_steps(
+    ddp_model: DDP, loader: DataLoader, args: argparse.Namespace, proc: Process
+) -> dict:
+    """`args.steps` SGD steps of `args.accum_steps` micro-batches each; losses and indices seen."""
     optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
-
     losses, indices_seen = [], []
-    step, micro, epoch, step_loss = 0, 0, 0, 0.0
-    while step < args.steps:
-        sampler.set_epoch(epoch)  # DDP: a new shuffle each epoch, the same on every rank
+    micro, epoch, step_loss = 0, 0, 0.0
+    while len(losses) < args.steps:
+        loader.sampler.set_epoch(epoch)  # DDP: a new shuffle each epoch, the same on every rank
         for xb, yb, idx in loader:
             micro += 1
             last_micro = micro % args.accum_steps == 0
             with nullcontext() if last_micro else ddp_model.no_sync():  # DDP: sync on last only
-                loss = loss_fn(ddp_model(xb.to(device)), yb.to(device)) / args.accum_steps
+                loss = loss_fn(ddp_model(xb.to(proc.device)), yb.to(proc.device)) / args.accum_steps
                 loss.backward()
             step_loss += loss.item()
             indices_seen.append(idx)
@@ -144,24 +110,57 @@ def train(args: argparse.Namespace) -> dict:
                 continue
             optimizer.step()
             optimizer.zero_grad()
-            mean_loss = torch.tensor([step_loss], device=device)
+            mean_loss = torch.tensor([step_loss], device=proc.device)
             dist.all_reduce(mean_loss)  # DDP: sum over ranks, for logging only
-            losses.append(mean_loss.item() / world_size)
-            step, step_loss = step + 1, 0.0
-            if step == args.steps:
+            losses.append(mean_loss.item() / proc.world_size)
+            step_loss = 0.0
+            if len(losses) == args.steps:
                 break
         epoch += 1
+    return {"losses": losses, "indices": indices_seen}
 
-    result = {
-        "rank": rank,
-        "world_size": world_size,
-        "backend": backend,
-        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-        "losses": losses,
-        "indices": indices_seen,
+
+def save_and_reload(ddp_model: DDP, args: argparse.Namespace, proc: Process) -> dict:
+    """Rank 0 saves the weights, all ranks wait, then each loads them into a fresh model."""
+    path = args.out / "checkpoint.pt"
+    if proc.rank == 0:  # DDP: one writer; .module drops DDP's "module." key prefix
+        atomic_save(ddp_model.module.state_dict(), path)
+    dist.barrier()  # DDP: nobody reads before rank 0 has finished writing
+    restored = build_model(args.model, seed=args.seed + 1 + proc.rank)  # other weights per rank
+    restored = restored.to(proc.device)
+    state_dict = torch.load(path, map_location=proc.device, weights_only=True)  # DDP: to my device
+    restored.load_state_dict(state_dict)
+    return {
+        "ddp_keys": list(ddp_model.state_dict()),
+        "checkpoint_keys": list(state_dict),
+        "loaded_on": str(next(iter(state_dict.values())).device),
+        "restored_state_dict": {k: v.detach().cpu() for k, v in restored.state_dict().items()},
     }
-    dist.destroy_process_group()
-    return result
+
+
+def train(args: argparse.Namespace) -> dict:
+    """Body of one rank: the single-device loop plus the lines marked DDP."""
+    proc = join_group(args.backend)
+    try:
+        loader = make_loader(args, proc.world_size)
+        model = build_model(args.model, args.seed)
+        if args.sync_bn:
+            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        model = model.to(proc.device)
+        device_ids = [proc.local_rank] if proc.backend == "nccl" else None  # DDP on GPUs
+        ddp_model = DDP(model, device_ids=device_ids)  # DDP: wrap the model
+        history = train_steps(ddp_model, loader, args, proc)
+        reloaded = save_and_reload(ddp_model, args, proc)
+    finally:
+        dist.destroy_process_group()  # DDP: leave the group, also after an error
+    trained = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    return {
+        **proc._asdict(),
+        "device": str(proc.device),
+        "state_dict": trained,
+        **history,
+        **reloaded,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             "  python -m torch.distributed.run --standalone --nproc-per-node=2 "
             "-m utils.distributed --out runs/ddp"
         )
-    result = train(args)
     args.out.mkdir(parents=True, exist_ok=True)
+    result = train(args)
     torch.save(result, args.out / f"rank{result['rank']}.pt")
     if result["rank"] == 0:
         print(
@@ -181,70 +180,6 @@ def main(argv: list[str] | None = None) -> int:
             f"loss {result['losses'][0]:.4f} -> {result['losses'][-1]:.4f}"
         )
     return 0
-
-
-def torchrun_command(nproc: int, script_args: list[str]) -> list[str]:
-    """The torchrun command line that starts `nproc` ranks of this module on one machine."""
-    return [
-        sys.executable, "-m", "torch.distributed.run",
-        "--standalone",  # single node: torchrun picks a free port on this machine itself
-        f"--nproc-per-node={nproc}",
-        "-m", "utils.distributed",
-        *script_args,
-    ]  # fmt: skip
-
-
-def launch_env(base: Mapping[str, str]) -> dict[str, str]:
-    """The environment `launch` gives torchrun: `base` plus the settings a shared machine needs.
-
-    One OpenMP thread per rank (the ranks share the cores) and gloo on the loopback address; on
-    Windows USE_LIBUV=0, because some Windows builds of torch lack the libuv rendezvous store that
-    torchrun asks for by default since torch 2.4. A value already set in `base` for those two
-    machine-specific keys (GLOO_SOCKET_IFNAME, USE_LIBUV) is kept.
-    """
-    env = {**base, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
-    if sys.platform.startswith("linux"):
-        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network interface needed
-    if sys.platform == "win32":
-        env.setdefault("USE_LIBUV", "0")
-    return env
-
-
-def launch(
-    nproc: int, script_args: list[str], timeout: float = 120, cwd: str | Path | None = None
-) -> subprocess.CompletedProcess:
-    """Run `torchrun_command` with captured output; a clear error with the child's stderr on failure.
-
-    The environment comes from `launch_env` (one thread per rank, gloo over loopback, and on
-    Windows USE_LIBUV=0). A run that exceeds `timeout` seconds is killed together with all of its ranks.
-    """
-    if nproc < 1:
-        raise ValueError(f"nproc must be >= 1, got {nproc}")
-    command = torchrun_command(nproc, [str(a) for a in script_args])
-    env = launch_env(os.environ)
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
-        start_new_session=os.name == "posix",  # its own process group, so a kill reaches every rank
-    )  # fmt: skip
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        if os.name == "posix":
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()
-        stdout, stderr = process.communicate()
-        raise RuntimeError(
-            f"torchrun did not finish within {timeout} s and was stopped. Its stderr ends with:\n"
-            f"{stderr[-3000:]}"
-        ) from None
-    result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-    if result.returncode != 0:
-        raise RuntimeError(
-            f"torchrun failed with exit code {result.returncode}: {' '.join(command[1:])}\n"
-            f"Its stderr ends with:\n{stderr[-3000:]}"
-        )
-    return result
 
 
 if __name__ == "__main__":

@@ -1,0 +1,134 @@
+"""Start a DDP run and predict what its ranks will see. Taught in notebooks/10_distributed_ddp.ipynb.
+
+The training itself is `utils.distributed`, run once per rank by torchrun. This module is its
+command line: the options every rank parses, the torchrun command that starts the ranks, the
+environment a shared machine needs, `launch` to run it with captured output, and the index batches
+each rank's sampler will give, computed without a process group so a run can be checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+from torch.utils.data import DistributedSampler
+
+MODELS = ("mlp", "cnn")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options of one DDP run, checked; every rank parses the same command line."""
+    parser = argparse.ArgumentParser(
+        description="Train on Fashion-MNIST with DDP (run via torchrun)."
+    )
+    parser.add_argument(
+        "--out", type=Path, required=True, help="folder for checkpoint.pt and rank<r>.pt"
+    )
+    parser.add_argument("--model", choices=MODELS, default="mlp")
+    parser.add_argument("--steps", type=int, default=5, help="optimizer steps")
+    parser.add_argument("--batch-size", type=int, default=32, help="per rank, per micro-batch")
+    parser.add_argument(
+        "--accum-steps", type=int, default=1, help="micro-batches per step (no_sync)"
+    )
+    parser.add_argument("--train-limit", type=int, default=1024, help="first N training images")
+    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    parser.add_argument("--sync-bn", action="store_true", help="convert BatchNorm to SyncBatchNorm")
+    args = parser.parse_args(argv)
+    for name in ("steps", "batch_size", "accum_steps", "train_limit"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    return args
+
+
+def shard_batches(
+    num_items: int, world_size: int, rank: int, batch_size: int, seed: int, epoch: int = 0
+) -> list[torch.Tensor]:
+    """The index batches DistributedSampler(shuffle=True) + DataLoader(drop_last=True) give one rank."""
+    sampler = DistributedSampler(
+        range(num_items), num_replicas=world_size, rank=rank, shuffle=True, seed=seed
+    )
+    sampler.set_epoch(epoch)
+    indices = torch.tensor(list(sampler))
+    num_batches = len(indices) // batch_size
+    return list(indices[: num_batches * batch_size].split(batch_size))
+
+
+def global_batches(
+    num_items: int, world_size: int, batch_size: int, seed: int, epoch: int = 0
+) -> list[torch.Tensor]:
+    """Step k's samples over all ranks together: what one process must see to match DDP's step k."""
+    per_rank = [
+        shard_batches(num_items, world_size, r, batch_size, seed, epoch) for r in range(world_size)
+    ]
+    return [torch.cat(batches) for batches in zip(*per_rank, strict=True)]
+
+
+def torchrun_command(nproc: int, script_args: list[str]) -> list[str]:
+    """The torchrun command line that starts `nproc` ranks of utils.distributed on one machine."""
+    return [
+        sys.executable, "-m", "torch.distributed.run",
+        "--standalone",  # single node: torchrun picks a free port on this machine itself
+        f"--nproc-per-node={nproc}",
+        "-m", "utils.distributed",
+        *script_args,
+    ]  # fmt: skip
+
+
+def launch_env(base: Mapping[str, str]) -> dict[str, str]:
+    """The environment `launch` gives torchrun: `base` plus the settings a shared machine needs.
+
+    One OpenMP thread per rank (the ranks share the cores) and gloo on the loopback address; on
+    Windows USE_LIBUV=0, because some Windows builds of torch lack the libuv rendezvous store that
+    torchrun asks for by default since torch 2.4. A value already set in `base` for those two
+    machine-specific keys (GLOO_SOCKET_IFNAME, USE_LIBUV) is kept.
+    """
+    env = {**base, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
+    if sys.platform.startswith("linux"):
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network interface needed
+    if sys.platform == "win32":
+        env.setdefault("USE_LIBUV", "0")
+    return env
+
+
+def launch(
+    nproc: int, script_args: list[str], timeout: float = 120, cwd: str | Path | None = None
+) -> subprocess.CompletedProcess:
+    """Run `torchrun_command` with captured output; a clear error with the child's stderr on failure.
+
+    The environment comes from `launch_env` (one thread per rank, gloo over loopback, and on
+    Windows USE_LIBUV=0). A run that exceeds `timeout` seconds is killed together with all of its ranks.
+    """
+    if nproc < 1:
+        raise ValueError(f"nproc must be >= 1, got {nproc}")
+    command = torchrun_command(nproc, [str(a) for a in script_args])
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=launch_env(os.environ), cwd=cwd,
+        start_new_session=os.name == "posix",  # its own process group, so a kill reaches every rank
+    )  # fmt: skip
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if os.name == "posix":
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+        stdout, stderr = process.communicate()
+        raise RuntimeError(
+            f"torchrun did not finish within {timeout} s and was stopped. Its stderr ends with:\n"
+            f"{stderr[-3000:]}"
+        ) from None
+    if process.returncode != 0:
+        raise RuntimeError(
+            f"torchrun failed with exit code {process.returncode}: {' '.join(command[1:])}\n"
+            f"Its stderr ends with:\n{stderr[-3000:]}"
+        )
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
