@@ -8,12 +8,12 @@ from torch import nn
 from utils.checkpoint import (
     CheckpointError,
     atomic_save,
+    atomic_write,
     load_checkpoint,
     read_checkpoint,
-    rng_state,
     save_checkpoint,
-    set_rng_state,
 )
+from utils.rng import rng_state, set_rng_state
 
 
 class Interrupt:
@@ -63,9 +63,78 @@ def test_rng_states_round_trip():
     assert torch.equal(expected[2], again[2]) and torch.equal(expected[3], again[3])
 
 
-def test_missing_generator_state_is_explained():
-    with pytest.raises(CheckpointError, match="no DataLoader generator state"):
+def test_missing_generator_state_is_explained(tmp_path):
+    with pytest.raises(ValueError, match="no DataLoader generator state"):
         set_rng_state(rng_state(None), torch.Generator())
+    path = save_checkpoint(tmp_path / "c.pt", small_model())  # saved without generator=
+    with pytest.raises(
+        CheckpointError, match="c.pt: The saved state holds no DataLoader generator"
+    ):
+        load_checkpoint(path, small_model(), generator=torch.Generator())
+
+
+def test_rng_keys_are_the_same_on_every_machine():
+    assert sorted(rng_state()) == ["cuda", "generator", "mps", "numpy", "python", "torch", "xpu"]
+
+
+class FakeDevice:
+    """Stands in for torch.cuda / torch.mps / torch.xpu: a state to hand out, a record of sets."""
+
+    def __init__(self, *states):
+        self.states, self.received = [torch.tensor(s, dtype=torch.uint8) for s in states], []
+
+    def get_all(self):
+        return [state.clone() for state in self.states]
+
+    def get_one(self):
+        return self.states[0].clone()
+
+
+def fake_accelerators(monkeypatch):
+    """CUDA with two devices, MPS and XPU with one each, all 'present' on this CPU machine."""
+    cuda, mps, xpu = FakeDevice([1, 2], [3, 4]), FakeDevice([5, 6]), FakeDevice([7, 8])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", cuda.get_all)
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", cuda.received.append)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setattr(torch.mps, "get_rng_state", mps.get_one)
+    monkeypatch.setattr(torch.mps, "set_rng_state", mps.received.append)
+    monkeypatch.setattr(torch.xpu, "is_available", lambda: True)
+    monkeypatch.setattr(torch.xpu, "get_rng_state_all", xpu.get_all)
+    monkeypatch.setattr(torch.xpu, "set_rng_state_all", xpu.received.append)
+    return cuda, mps, xpu
+
+
+def test_every_accelerator_state_is_saved_and_restored(tmp_path, monkeypatch):
+    cuda, mps, xpu = fake_accelerators(monkeypatch)
+    path = save_checkpoint(tmp_path / "c.pt", small_model())
+    saved = torch.load(path, weights_only=True)["rng"]  # through the file, the safe loader
+    assert [s.tolist() for s in saved["cuda"]] == [[1, 2], [3, 4]]  # every CUDA device
+    assert saved["mps"].tolist() == [5, 6] and [s.tolist() for s in saved["xpu"]] == [[7, 8]]
+    load_checkpoint(path, small_model())
+    assert [[s.tolist() for s in call] for call in cuda.received] == [[[1, 2], [3, 4]]]
+    assert [s.tolist() for s in mps.received] == [[5, 6]]
+    assert [[s.tolist() for s in call] for call in xpu.received] == [[[7, 8]]]
+
+
+def test_accelerator_states_are_skipped_where_the_accelerator_is_absent(monkeypatch):
+    state = rng_state()
+    if torch.cuda.is_available() or torch.backends.mps.is_available():
+        pytest.skip("this check is for a machine without CUDA and MPS")
+    assert state["cuda"] == [] and state["mps"] is None
+    _, mps, _ = fake_accelerators(monkeypatch)
+    set_rng_state(state)  # saved where nothing was present: nothing to restore on the devices
+    assert mps.received == []
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    set_rng_state({**state, "mps": torch.tensor([9], dtype=torch.uint8)})  # saved on a Mac
+    assert mps.received == []  # no MPS here: left alone instead of failing
+    old_file = {key: value for key, value in state.items() if key not in ("mps", "xpu")}
+    set_rng_state(old_file)  # a checkpoint written before MPS and XPU states were saved
+
+
+def test_atomic_write_writes_any_bytes(tmp_path):
+    path = atomic_write(tmp_path / "notes.txt", lambda file: file.write(b"hello"))
+    assert path.read_bytes() == b"hello"
 
 
 def test_interrupted_save_leaves_previous_file_loadable(tmp_path):

@@ -57,3 +57,10 @@ def test_load_config_bad_files(tmp_path):
     (tmp_path / "list.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="holds a list, expected a JSON object"):
         load_config(tmp_path / "list.json")
+
+
+def test_every_field_is_one_a_run_reads():
+    # data_root was dropped: the data's location never changes a result, and utils.data finds it
+    assert [f for f in RunConfig().to_dict()] == [
+        "seed", "runs_root", "lr", "batch_size", "num_epochs", "checkpoint_every", "patience",
+    ]  # fmt: skip

@@ -6,8 +6,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from utils.checkpoint import read_checkpoint
-from utils.train import fit
+from utils.callbacks import Checkpointer, EarlyStopping
+from utils.checkpoint import CheckpointError, read_checkpoint
+from utils.train import evaluate, fit
 
 
 def make_run(seed=0, lr=0.05):
@@ -41,67 +42,79 @@ def test_history_has_one_entry_per_epoch():
         model, train_loader, val_loader, nn.CrossEntropyLoss(), optimizer, 3, scheduler=scheduler
     )
     assert len(history["train_loss"]) == len(history["val_acc"]) == len(history["lr"]) == 3
+    assert len(history["val_loss"]) == 3
     assert history["lr"][0] == 0.05 and history["lr"][1] < 0.05  # the scheduler stepped
     assert not history["diverged"] and not history["stopped_early"]
-    assert history["best_epoch"] == 1 + max(range(3), key=lambda i: (history["val_acc"][i], -i))
 
 
-def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path):
-    model, optimizer, scheduler, train_loader, val_loader = make_run()
-    straight = fit(
-        model, train_loader, val_loader, nn.CrossEntropyLoss(), optimizer, 4, scheduler=scheduler
-    )
-
-    first = make_run()
-    fit(
-        first[0],
-        first[3],
-        first[4],
-        nn.CrossEntropyLoss(),
-        first[1],
-        2,
-        scheduler=first[2],
-        run_dir=tmp_path,
-        checkpoint_every=1,
-    )
-    torch.manual_seed(1234)  # a fresh process would not share the first run's random state
-    second = make_run(seed=99)  # fresh objects, even a different initialization and shuffle seed
-    resumed = fit(
-        second[0],
-        second[3],
-        second[4],
-        nn.CrossEntropyLoss(),
-        second[1],
-        4,
-        scheduler=second[2],
-        resume_from=tmp_path / "checkpoint.pt",
-    )
-    assert same_weights(model, second[0])
-    assert resumed == straight
-
-
-def test_checkpoint_every_writes_checkpoint_and_history(tmp_path):
-    model, optimizer, _, train_loader, val_loader = make_run()
-    saved = []
-
-    def record(epoch, history):
-        path = tmp_path / "checkpoint.pt"
-        saved.append(read_checkpoint(path)["epoch"] if path.exists() else None)
-
-    fit(
+def fit_with(run, num_epochs, **kwargs):
+    model, optimizer, scheduler, train_loader, val_loader = run
+    return fit(
         model,
         train_loader,
         val_loader,
         nn.CrossEntropyLoss(),
         optimizer,
-        5,
-        run_dir=tmp_path,
-        checkpoint_every=2,
-        on_epoch_end=record,
+        num_epochs,
+        scheduler=scheduler,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("patience", [None, 2])
+def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, patience):
+    def stopper():
+        return None if patience is None else EarlyStopping(patience, restore_best=True)
+
+    straight_run = make_run()
+    straight = fit_with(straight_run, 4, early_stopping=stopper())
+
+    first = make_run()
+    fit_with(first, 2, early_stopping=stopper(), checkpointer=Checkpointer(tmp_path))
+    torch.manual_seed(1234)  # a fresh process would not share the first run's random state
+    second = make_run(seed=99)  # fresh objects, even a different initialization and shuffle seed
+    resumed = fit_with(
+        second, 4, early_stopping=stopper(), checkpointer=Checkpointer(tmp_path, resume=True)
+    )
+    assert same_weights(straight_run[0], second[0])
+    assert resumed == straight
+    assert read_checkpoint(tmp_path / "checkpoint.pt")["epoch"] == len(straight["val_acc"])
+
+
+def test_checkpointer_writes_checkpoint_and_history_every_n_epochs(tmp_path):
+    saved = []
+
+    def record(epoch, history):
+        path = tmp_path / "checkpoint.pt"
+        on_disk = json.loads((tmp_path / "history.json").read_text()) if path.exists() else None
+        saved.append(read_checkpoint(path)["epoch"] if path.exists() else None)
+        if on_disk is not None:  # the history file always matches the checkpoint beside it
+            assert on_disk == read_checkpoint(path)["history"]
+
+    history = fit_with(
+        make_run(), 5, checkpointer=Checkpointer(tmp_path, every=2), on_epoch_end=record
     )
     assert saved == [None, 2, 2, 4, 5]  # every 2 epochs, and after the last one
-    assert json.loads((tmp_path / "history.json").read_text())["val_acc"] != []
+    assert json.loads((tmp_path / "history.json").read_text()) == history
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt", "history.json"]
+
+
+def test_checkpoint_after_an_early_stop(tmp_path):
+    run = make_run(lr=0.0)  # lr 0: accuracy never moves
+    history = fit_with(
+        run, 10, early_stopping=EarlyStopping(2), checkpointer=Checkpointer(tmp_path, every=5)
+    )
+    assert history["stopped_early"] and read_checkpoint(tmp_path / "checkpoint.pt")["epoch"] == 3
+
+
+def test_checkpointer_for_run_takes_interval_and_config_from_a_run_config(tmp_path):
+    from utils.config import RunConfig
+
+    config = RunConfig(checkpoint_every=3, num_epochs=3)
+    checkpointer = Checkpointer.for_run(tmp_path, config)
+    assert checkpointer.every == 3 and checkpointer.config == config.to_dict()
+    fit_with(make_run(), config.num_epochs, checkpointer=checkpointer)
+    assert read_checkpoint(checkpointer.path)["config"] == config.to_dict()
 
 
 def test_divergence_is_reported_not_raised():
@@ -115,15 +128,7 @@ def test_divergence_is_reported_not_raised():
 
 def test_early_stopping_stops_after_patience_epochs_without_gain():
     model, optimizer, _, train_loader, val_loader = make_run(lr=0.0)  # lr 0: accuracy never moves
-    for group in optimizer.param_groups:
-        group["lr"] = 0.0
-    history = fit(model, train_loader, val_loader, nn.CrossEntropyLoss(), optimizer, 10, patience=2)
-    assert history["stopped_early"] and history["best_epoch"] == 1
-    assert len(history["val_acc"]) == 3
-
-
-def test_min_delta_counts_tiny_gains_as_no_gain():
-    model, optimizer, _, train_loader, val_loader = make_run()
+    stopper = EarlyStopping(patience=2)
     history = fit(
         model,
         train_loader,
@@ -131,38 +136,45 @@ def test_min_delta_counts_tiny_gains_as_no_gain():
         nn.CrossEntropyLoss(),
         optimizer,
         10,
-        patience=1,
-        min_delta=1.0,
+        early_stopping=stopper,
     )
+    assert history["stopped_early"] and stopper.best_epoch == 1
+    assert len(history["val_acc"]) == 3
+
+
+def test_min_delta_counts_tiny_gains_as_no_gain():
+    stopper = EarlyStopping(patience=1, min_delta=1.0)
+    history = fit_with(make_run(), 10, early_stopping=stopper)
     assert history["stopped_early"] and len(history["val_acc"]) == 2
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"num_epochs": 0}, "num_epochs must be >= 1"),
-        ({"patience": 0}, "patience must be None or >= 1"),
-        ({"checkpoint_every": 1}, "checkpoint_every needs an int >= 1 and a run_dir"),
-    ],
-)
-def test_bad_arguments(kwargs, message):
-    model, optimizer, _, train_loader, val_loader = make_run()
-    arguments = {"num_epochs": 1} | kwargs
-    with pytest.raises(ValueError, match=message):
-        fit(model, train_loader, val_loader, nn.CrossEntropyLoss(), optimizer, **arguments)
+def test_restore_best_leaves_the_best_epochs_weights_in_the_model():
+    model, optimizer, _, train_loader, val_loader = make_run(lr=0.3)  # big steps: accuracy moves
+    stopper = EarlyStopping(patience=3, restore_best=True)
+    history = fit(
+        model, train_loader, val_loader, nn.CrossEntropyLoss(), optimizer, 8, early_stopping=stopper
+    )
+    best = history["val_acc"][stopper.best_epoch - 1]
+    assert best == max(history["val_acc"]) and history["val_acc"][-1] < best  # the last is worse
+    assert evaluate(model, val_loader, nn.CrossEntropyLoss())[1] == best
+
+
+def test_bad_num_epochs():
+    with pytest.raises(ValueError, match="num_epochs must be an int >= 1, got 0"):
+        fit_with(make_run(), 0)
 
 
 def test_resume_from_missing_file_names_it(tmp_path):
-    from utils.checkpoint import CheckpointError
+    with pytest.raises(CheckpointError, match="No checkpoint at .*gone.*checkpoint.pt"):
+        fit_with(make_run(), 2, checkpointer=Checkpointer(tmp_path / "gone", resume=True))
 
-    model, optimizer, _, train_loader, val_loader = make_run()
-    with pytest.raises(CheckpointError, match="No checkpoint at .*gone.pt"):
-        fit(
-            model,
-            train_loader,
-            val_loader,
-            nn.CrossEntropyLoss(),
-            optimizer,
+
+def test_resume_with_early_stopping_needs_its_state(tmp_path):
+    fit_with(make_run(), 1, checkpointer=Checkpointer(tmp_path))
+    with pytest.raises(CheckpointError, match="holds no early-stopping state"):
+        fit_with(
+            make_run(),
             2,
-            resume_from=tmp_path / "gone.pt",
+            early_stopping=EarlyStopping(2),
+            checkpointer=Checkpointer(tmp_path, resume=True),
         )

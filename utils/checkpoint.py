@@ -10,53 +10,23 @@ from __future__ import annotations
 
 import os
 import pickle
-import random
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
-import numpy as np
 import torch
 from torch import nn
+
+from utils.rng import rng_state, set_rng_state
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint file is missing, empty, damaged, or does not fit the model; the message says which."""
 
 
-def rng_state(generator: torch.Generator | None = None) -> dict:
-    """Every random-number state a training run draws from, as tensors and plain types."""
-    version, mt_state, gauss = random.getstate()
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {
-        "python": [version, list(mt_state), gauss],
-        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached],
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        "generator": generator.get_state() if generator is not None else None,
-    }
-    return state
-
-
-def set_rng_state(state: dict, generator: torch.Generator | None = None) -> None:
-    """Restore what `rng_state` captured (the DataLoader's generator too, if you pass it)."""
-    version, mt_state, gauss = state["python"]
-    random.setstate((version, tuple(mt_state), gauss))
-    kind, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-    if generator is not None:
-        if state["generator"] is None:
-            raise CheckpointError(
-                "The checkpoint holds no DataLoader generator state; save it with "
-                "save_checkpoint(..., generator=train_loader.generator) to resume the shuffling."
-            )
-        generator.set_state(state["generator"])
-
-
-def atomic_save(obj: object, path: str | Path) -> Path:
-    """`torch.save` to a temporary file in the same folder, then rename it over `path`.
+def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Call `write(file)` on a temporary file in the same folder, then rename it over `path`.
 
     The rename is atomic: after a crash mid-write, `path` is either the old file or the new one,
     never half of each. The temporary file is removed if the write fails.
@@ -66,7 +36,7 @@ def atomic_save(obj: object, path: str | Path) -> Path:
     handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
-            torch.save(obj, file)
+            write(file)
             file.flush()
             os.fsync(file.fileno())  # the bytes are on disk before the name points at them
         os.replace(temp_name, path)
@@ -74,6 +44,11 @@ def atomic_save(obj: object, path: str | Path) -> Path:
         Path(temp_name).unlink(missing_ok=True)
         raise
     return path
+
+
+def atomic_save(obj: object, path: str | Path) -> Path:
+    """`torch.save(obj, path)` through `atomic_write`: the old file or the new one, never half."""
+    return atomic_write(path, lambda file: torch.save(obj, file))
 
 
 def save_checkpoint(
@@ -198,5 +173,8 @@ def load_checkpoint(
             raise CheckpointError(f"Checkpoint {path} holds no scheduler state to resume from.")
         scheduler.load_state_dict(checkpoint["scheduler"])
     if restore_rng:
-        set_rng_state(checkpoint["rng"], generator)
+        try:
+            set_rng_state(checkpoint["rng"], generator)
+        except ValueError as err:  # no generator state in the file
+            raise CheckpointError(f"Checkpoint {path}: {err}") from None
     return checkpoint

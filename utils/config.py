@@ -12,10 +12,7 @@ from pathlib import Path
 class RunConfig:
     """Everything that decides a training run, in one place, so a run can be repeated and compared."""
 
-    seed: int = (
-        0  # one seed for Python, NumPy and torch: two runs differ only where you changed something
-    )
-    data_root: str = "data"  # where Fashion-MNIST lives (relative to the repository root)
+    seed: int = 0  # Python, NumPy and torch from one seed: runs differ only where you change them
     runs_root: str = "runs"  # each run gets a timestamped folder in here (git-ignored)
     lr: float = 1e-3  # Adam's easy default; drop to 1e-4 or 1e-5 if the loss turns NaN
     batch_size: int = 128  # 64/128/256 are sane defaults; halve it when memory runs out

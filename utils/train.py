@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 import torch
 from torch import nn
+
+from utils.callbacks import Checkpointer, EarlyStopping
 
 
 def _check_not_empty(count: int) -> None:
@@ -78,6 +78,12 @@ def evaluate(
     return total_loss / total_count, correct / total_count
 
 
+def new_history() -> dict:
+    """What `fit` records: one entry per epoch in each list, and how the run ended."""
+    return {"train_loss": [], "val_loss": [], "val_acc": [], "lr": [], "diverged": False,
+            "stopped_early": False}  # fmt: skip
+
+
 def fit(
     model: nn.Module,
     train_loader: Iterable,
@@ -86,101 +92,73 @@ def fit(
     optimizer: torch.optim.Optimizer,
     num_epochs: int,
     device: torch.device | str = "cpu",
+    *,
     scheduler=None,
-    patience: int | None = None,
-    progress: bool = False,
+    early_stopping: EarlyStopping | None = None,
+    checkpointer: Checkpointer | None = None,
     on_epoch_end: Callable[[int, dict], None] | None = None,
-    min_delta: float = 0.0,
-    run_dir: str | Path | None = None,
-    checkpoint_every: int | None = None,
-    resume_from: str | Path | None = None,
-    config: dict | None = None,
+    progress: bool = False,
 ) -> dict:
-    """Train for up to `num_epochs` in all, evaluating after each; return the history dict.
+    """Train for up to `num_epochs` in all, validating after each; return the history dict.
 
-    `patience`: stop when validation accuracy has not improved by more than `min_delta` for that
-    many epochs. A non-finite training loss stops training and sets history["diverged"] instead
-    of crashing. `on_epoch_end(epoch, history)` runs after each epoch.
-    `run_dir` + `checkpoint_every=N`: write `run_dir/checkpoint.pt` (atomically) every N epochs
-    and after the last one, and `run_dir/history.json` every epoch. `resume_from`: a checkpoint to
-    continue from; with the same `train_loader` generator seed the result is bit-identical to a
-    run that never stopped. Taught in notebooks/05_cnn_fashion_mnist.ipynb to 07_saving_and_loading.
+    A non-finite training loss stops the run and sets history["diverged"] instead of crashing.
+    `early_stopping` and `checkpointer` (utils.callbacks) stop and save; `on_epoch_end(epoch,
+    history)` runs last in each epoch. Taught in notebooks/05_cnn_fashion_mnist.ipynb to 07.
     """
-    from utils.checkpoint import load_checkpoint, save_checkpoint
-
-    if num_epochs < 1:
-        raise ValueError(f"num_epochs must be >= 1, got {num_epochs}")
-    if patience is not None and patience < 1:
-        raise ValueError(f"patience must be None or >= 1, got {patience}")
-    if checkpoint_every is not None and (checkpoint_every < 1 or run_dir is None):
-        raise ValueError(
-            "checkpoint_every needs an int >= 1 and a run_dir to write into, "
-            f"got checkpoint_every={checkpoint_every}, run_dir={run_dir}"
-        )
+    if not isinstance(num_epochs, int) or num_epochs < 1:
+        raise ValueError(f"num_epochs must be an int >= 1, got {num_epochs!r}")
     generator = getattr(train_loader, "generator", None)  # the DataLoader's shuffling generator
-    history = {
-        "train_loss": [],
-        "val_loss": [],
-        "val_acc": [],
-        "lr": [],
-        "diverged": False,
-        "stopped_early": False,
-        "best_epoch": None,
-    }
-    start_epoch = 1
-    if resume_from is not None:
-        checkpoint = load_checkpoint(resume_from, model, optimizer, scheduler, generator=generator)
-        if checkpoint.get("history") is None:
-            raise ValueError(f"{resume_from} holds no history; it was not written by fit().")
-        history = checkpoint["history"]
-        start_epoch = checkpoint["epoch"] + 1
-    best_acc = max(history["val_acc"], default=-math.inf)
-    epochs_without_gain = (
-        0 if history["best_epoch"] is None else start_epoch - 1 - history["best_epoch"]
-    )
-
-    def save(epoch: int) -> None:
-        save_checkpoint(
-            Path(run_dir) / "checkpoint.pt",
-            model,
-            optimizer,
-            epoch,
-            config,
-            scheduler,
-            history,
-            generator,
-        )
-
-    epochs = range(start_epoch, num_epochs + 1)
-    if progress:
-        from tqdm.auto import tqdm
-
-        epochs = tqdm(epochs, desc="epochs")
-    for epoch in epochs:
-        history["lr"].append(optimizer.param_groups[0]["lr"])
-        train_loss = train_one_epoch(model, train_loader, loss_fn, optimizer, device)
-        history["train_loss"].append(train_loss)
-        if not math.isfinite(train_loss):
-            history["diverged"] = True
-            break
-        val_loss, val_acc = evaluate(model, val_loader, loss_fn, device)
-        history["val_loss"].append(val_loss)
-        history["val_acc"].append(val_acc)
+    parts = (model, optimizer, scheduler, generator, early_stopping)  # what a checkpoint holds
+    history, start = new_history(), 1
+    if checkpointer is not None and checkpointer.resume:
+        history, start = checkpointer.restore(*parts)
+    for epoch in _epochs(start, num_epochs, progress):
+        if not train_and_validate(
+            model, train_loader, val_loader, loss_fn, optimizer, device, history
+        ):
+            break  # the training loss is not finite: history["diverged"] says so
         if scheduler is not None:
             scheduler.step()
-        if val_acc > best_acc + min_delta:
-            best_acc, epochs_without_gain, history["best_epoch"] = val_acc, 0, epoch
-        else:
-            epochs_without_gain += 1
-            if patience is not None and epochs_without_gain >= patience:
-                history["stopped_early"] = True
-        if run_dir is not None:
-            (Path(run_dir) / "history.json").write_text(json.dumps(history, indent=1) + "\n")
-            last = epoch == num_epochs or history["stopped_early"]
-            if checkpoint_every is not None and (epoch % checkpoint_every == 0 or last):
-                save(epoch)
+        if early_stopping is not None and early_stopping.step(epoch, history["val_acc"][-1], model):
+            history["stopped_early"] = True
+        last = epoch == num_epochs or history["stopped_early"]
+        if checkpointer is not None and checkpointer.due(epoch, last):
+            checkpointer.save(epoch, history, *parts)
         if on_epoch_end is not None:
             on_epoch_end(epoch, history)
         if history["stopped_early"]:
             break
+    if early_stopping is not None and early_stopping.best_weights is not None:
+        early_stopping.restore(model)  # the best epoch's weights, not the last epoch's
     return history
+
+
+def train_and_validate(
+    model: nn.Module,
+    train_loader: Iterable,
+    val_loader: Iterable,
+    loss_fn: Callable,
+    optimizer: torch.optim.Optimizer,
+    device: torch.device | str,
+    history: dict,
+) -> bool:
+    """One epoch of `fit`, appended to `history`; False if the training loss is not finite."""
+    history["lr"].append(optimizer.param_groups[0]["lr"])
+    history["train_loss"].append(train_one_epoch(model, train_loader, loss_fn, optimizer, device))
+    if not math.isfinite(history["train_loss"][-1]):
+        history["diverged"] = True  # reported, not raised: a sweep survives its bad members
+        return False
+    val_loss, val_acc = evaluate(model, val_loader, loss_fn, device)
+    history["val_loss"].append(val_loss)
+    history["val_acc"].append(val_acc)
+    return True
+
+
+def _epochs(start: int, num_epochs: int, progress: bool) -> Iterable[int]:
+    """Epoch numbers start..num_epochs, behind a progress bar if asked."""
+    epochs = range(start, num_epochs + 1)
+    if progress:
+        from tqdm.auto import tqdm
+
+        return tqdm(epochs, desc="epochs")
+    return epochs
