@@ -1,19 +1,42 @@
-"""utils.bench: argument checks, the report's ratios, and a --quick smoke run of the command."""
+"""tools.bench: argument checks, spreads and ratios, the FLOP count, the report, and a --quick run."""
 
+import json
+import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import torch
 
-from utils.bench import TrainResult, describe, format_report, parse_args
+from tools.bench import (
+    BASELINE,
+    Limits,
+    PathResult,
+    Spread,
+    TensorBatches,
+    fastest,
+    format_report,
+    paired_ratios,
+    parse_args,
+    plan_paths,
+    plot,
+    summarize,
+    training_flop_per_image,
+)
+from utils.device import get_device
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_defaults_and_quick():
     args = parse_args([])
-    assert (args.epochs, args.train_limit, args.no_compile, args.quick) == (1, None, False, False)
+    assert (args.epochs, args.threads, args.train_limit, args.quick) == (3, None, None, False)
+    assert args.device == get_device()
     quick = parse_args(["--quick"])
-    assert (quick.train_limit, quick.test_limit, quick.no_compile) == (1024, 500, True)
-    assert parse_args(["--quick", "--train-limit", "256"]).train_limit == 256
+    assert (quick.epochs, quick.threads, quick.train_limit, quick.test_limit) == (2, 1, 512, 500)
+    assert parse_args(["--quick", "--train-limit", "256", "--epochs", "1"]).train_limit == 256
+    assert parse_args(["--device", "cpu"]).device == torch.device("cpu")
 
 
 @pytest.mark.parametrize(
@@ -22,6 +45,9 @@ def test_defaults_and_quick():
         (["--epochs", "0"], "--epochs must be >= 1, got 0"),
         (["--train-limit", "0"], "--train-limit must be >= 1, got 0"),
         (["--test-limit", "-3"], "--test-limit must be >= 1, got -3"),
+        (["--threads", "0"], "--threads must be >= 1, got 0"),
+        (["--seed", "-1"], "--seed must be >= 0, got -1"),
+        (["--device", "tpu"], "Unknown device 'tpu'"),
     ],
 )
 def test_bad_arguments(argv, message, capsys):
@@ -31,51 +57,162 @@ def test_bad_arguments(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_describe():
-    row = {"channels_last": True, "bf16": True, "compile": True}
-    assert describe(row) == "channels_last + bf16 autocast + compiled"
-    assert describe({"channels_last": False, "bf16": False, "compile": False}) == "NCHW + fp32"
+def test_spread_and_paired_ratios():
+    spread = Spread.of([3.0, 1.0, 2.0])
+    assert (spread.median, spread.low, spread.high) == (2.0, 1.0, 3.0)
+    assert Spread.of([4200.4, 3900.0, 4400.0]).format() == "4200 (3900-4400)"
+    assert Spread.of([2.5, 2.4]).format("{:.2f}", "x") == "2.45x (2.40-2.50)"
+    with pytest.raises(ValueError, match="at least one"):
+        Spread.of([])
+    assert paired_ratios([200.0, 300.0], [100.0, 200.0]) == [2.0, 1.5]
+    with pytest.raises(ValueError, match="as many values as bases"):
+        paired_ratios([1.0], [1.0, 2.0])
 
 
-def test_report_ratios():
-    train = [
-        TrainResult("article", 64, 100.0, 0.80),
-        TrainResult("chapter 05", 128, 250.0, 0.81),
-        TrainResult("fastest", 256, 500.0, 0.82, compile_s=12.0),
+def test_flop_per_image_matches_the_arithmetic():
+    conv1, conv2 = 2 * 28 * 28 * 32 * 9, 2 * 14 * 14 * 64 * 32 * 9  # 2 * outputs * (C_in * 3 * 3)
+    fc1, fc2 = 2 * 3136 * 128, 2 * 128 * 10
+    forward = conv1 + conv2 + fc1 + fc2
+    backward = conv1 + 2 * (
+        conv2 + fc1 + fc2
+    )  # the input needs no gradient: conv1 only for weights
+    assert training_flop_per_image(batch_size=2) == forward + backward == 24_995_328
+
+
+def test_plan_paths():
+    paths, skipped = plan_paths(native_bf16=True, use_compile=True)
+    keys = [p.key for p in paths]
+    assert keys == [
+        "baseline",
+        "chapter05",
+        "sliced",
+        "sliced-256",
+        "compiled",
+        "bf16",
+        "bf16-compiled",
     ]
-    probe = [
-        {
-            "batch_size": 256,
-            "channels_last": True,
-            "bf16": True,
-            "compile": False,
-            "images_per_s": 480.0,
-        }
+    assert paths[0].label == f"baseline: {BASELINE}" and skipped == []
+    assert "article" not in " ".join(p.label for p in paths)
+    for index, path in enumerate(paths[1:], start=1):
+        assert path.base in keys[:index]  # each path changes one thing of one measured before it
+    assert {p.batch_size for p in paths[4:]} == {256} and paths[3].lr == 2e-3
+    paths, skipped = plan_paths(native_bf16=False, use_compile=False, fast_batch=128)
+    assert [p.key for p in paths] == ["baseline", "chapter05", "sliced"]
+    assert any("not native" in reason for reason in skipped)
+    assert any("--no-compile" in reason for reason in skipped)
+
+
+@pytest.mark.parametrize(("drop_last", "batches", "images"), [(False, 4, 10), (True, 3, 9)])
+def test_tensor_batches(drop_last, batches, images):
+    X, y = torch.arange(10.0).reshape(10, 1), torch.arange(10)
+    loader = TensorBatches(X, y, 3, torch.Generator().manual_seed(0), drop_last=drop_last)
+    assert (len(loader), loader.num_images) == (batches, images)
+    first, second = list(loader), list(loader)
+    assert [len(yb) for _, yb in first] == [3, 3, 3, 1][:batches]
+    assert all(torch.equal(Xb[:, 0].long(), yb) for Xb, yb in first)  # images stay with labels
+    seen = torch.cat([yb for _, yb in first])
+    assert len(seen.unique()) == images  # no image twice in an epoch
+    assert not torch.equal(seen, torch.cat([yb for _, yb in second]))  # reshuffled every epoch
+
+
+def make_results() -> tuple[list[PathResult], Limits]:
+    paths, _ = plan_paths(native_bf16=True, use_compile=True)
+    rates = {  # images/s in two rounds
+        "baseline": [100.0, 50.0],
+        "chapter05": [250.0, 125.0],
+        "sliced": [300.0, 150.0],
+        "sliced-256": [400.0, 200.0],
+        "compiled": [360.0, 180.0],
+        "bf16": [600.0, 300.0],
+        "bf16-compiled": [800.0, 400.0],
+    }
+    results = [
+        PathResult(p, rates[p.key], test_acc=0.9, compile_s=12.0 * bool(p.compile_mode))
+        for p in paths
     ]
+    limits = Limits(
+        flop_per_image=25e6, matmul_size=2048, float32=[20.0, 10.0], bfloat16=[40.0, 20.0]
+    )
+    return results, limits
+
+
+def test_limits_and_summary():
+    results, limits = make_results()
+    assert limits.images_per_s() == pytest.approx(15e9 / 25e6)  # median 15 GFLOP/s
+    assert limits.shares(results[3]) == pytest.approx([0.5, 0.5])  # 400 * 25e6 / 20e9
+    assert limits.shares(results[5]) == pytest.approx([0.375, 0.375])  # bf16 vs the bf16 limit
+    rows = summarize(results, limits)
+    by_key = {row["key"]: row for row in rows}
+    assert by_key["baseline"]["vs_baseline"] == Spread(1.0, 1.0, 1.0)
+    assert by_key["chapter05"]["vs_baseline"].median == pytest.approx(2.5)
+    assert by_key["compiled"]["vs_base"].median == pytest.approx(0.9)
+    assert fastest(rows)["key"] == "bf16-compiled"
+    assert math.isclose(by_key["bf16-compiled"]["vs_baseline"].median, 8.0)
+
+
+def test_report_text():
+    results, limits = make_results()
     inference = {
         "seconds": {"eager": {1: 0.004, 64: 0.02}, "onnxruntime": {1: 0.001, 64: 0.01}},
         "onnx_export": "utils.deploy + utils.onnx_predict",
     }
-    text = format_report(train, probe, inference, 1, 60000, 10000)
+    machine = {
+        "device": "cpu",
+        "name": "Test CPU, instruction set AVX2, 2 threads (inter-op 2)",
+        "bf16_native": False,
+        "epochs": 2,
+        "num_train": 60000,
+        "num_test": 10000,
+    }
+    text = format_report(summarize(results, limits), limits, inference, machine, ["bf16: none"])
     lines = text.splitlines()
-    assert lines[0] == "Training: 1 epoch(s) of 60000 images, test accuracy on 10000"
-    assert "1.00x" in lines[2] and "2.50x" in lines[3] and "5.00x" in lines[4]
-    assert "(+12 s compile, once)" in lines[4]
-    ort = next(line for line in lines if line.startswith("onnxruntime"))
-    assert ort.split() == ["onnxruntime", "1.000", "4.00x", "10.000", "2.00x"]
+    assert "instruction set AVX2" in text and "bfloat16 native: no" in text
+    assert "Limit: float32 matmul (2048x2048) 15 GFLOP/s (10-20), i.e. 600 images/s" in text
+    row = {
+        line.split("|")[1].strip().split(":")[0]: line for line in lines if line.startswith("| ")
+    }
+    assert "2.50x (2.50-2.50)" in row["chapter 05 today"]
+    assert "50% (50-50)" in row["sliced batches of 256, learning rate scaled to 0.002"]
+    compiled = row["sliced batches, float32, torch.compile (+12 s compile, once)"]
+    assert "0.90x (0.90-0.90) loses" in compiled
+    assert "Loses here: compiled runs at 0.90x of sliced-256" in text
+    best = "sliced batches, bfloat16 autocast, torch.compile: 8.00x (8.00-8.00) the baseline"
+    assert f"Fastest taught path, by measured epochs: {best}" in text
+    assert "Skipped: bf16: none" in text and "article" not in text
+    ort = next(line for line in lines if line.startswith("| onnxruntime"))
+    assert [cell.strip() for cell in ort.split("|")[1:-1]] == [
+        "onnxruntime",
+        "1.000",
+        "4.00x",
+        "10.000",
+        "2.00x",
+    ]
 
 
-def test_quick_command_runs():
+def test_plot_writes_png(tmp_path):
+    results, limits = make_results()
+    plot(summarize(results, limits), limits, tmp_path / "bench.png")
+    assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_quick_command_runs(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "utils.bench", "--quick"],
+        [sys.executable, "-m", "tools.bench", "--quick", "--device", "cpu", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=900,
+        cwd=REPO_ROOT,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
-    assert "article recipe (PIL + transforms, 2 workers, fp32, Adam 3e-4)" in out
-    assert "chapter 05 (cached tensors, channels_last, fp32, Adam 1e-3)" in out
-    assert "fastest: cached + " in out
-    assert out.count("x") >= 6
-    assert any(line.startswith("onnxruntime") for line in out.splitlines())
+    assert f"baseline: {BASELINE}" in out
+    assert "instruction set" in out and "Limit: float32 matmul" in out
+    assert "Fastest taught path, by measured epochs: " in out
+    assert any(line.startswith("| onnxruntime") for line in out.splitlines())
+    assert (tmp_path / "bench.md").read_text() == out
+    payload = json.loads((tmp_path / "bench.json").read_text())
+    keys = [path["key"] for path in payload["paths"]]
+    assert keys[:3] == ["baseline", "chapter05", "sliced"] and payload["fastest"] in keys[1:]
+    assert all(len(path["epochs_images_per_s"]) == 2 for path in payload["paths"])
+    assert (tmp_path / "bench.png").stat().st_size > 0
