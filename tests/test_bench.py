@@ -89,14 +89,21 @@ def test_plan_paths():
         "sliced-256",
         "compiled",
         "bf16",
+        "bf16-256",
         "bf16-compiled",
     ]
     assert paths[0].label == f"baseline: {BASELINE}" and skipped == []
     assert "article" not in " ".join(p.label for p in paths)
     for index, path in enumerate(paths[1:], start=1):
         assert path.base in keys[:index]  # each path changes one thing of one measured before it
-    assert {p.batch_size for p in paths[4:]} == {256} and paths[3].lr == 2e-3
-    paths, skipped = plan_paths(native_bf16=False, use_compile=False, fast_batch=128)
+    by_key = {p.key: p for p in paths}
+    assert (by_key["sliced-256"].lr, by_key["bf16-256"].batch_size, by_key["compiled"].lr) == (
+        2e-3,
+        256,
+        1e-3,
+    )
+    assert [p.bf16 for p in paths] == [False] * 5 + [True] * 3
+    paths, skipped = plan_paths(native_bf16=False, use_compile=False, large_batch=128)
     assert [p.key for p in paths] == ["baseline", "chapter05", "sliced"]
     assert any("not native" in reason for reason in skipped)
     assert any("--no-compile" in reason for reason in skipped)
@@ -122,8 +129,9 @@ def make_results() -> tuple[list[PathResult], Limits]:
         "chapter05": [250.0, 125.0],
         "sliced": [300.0, 150.0],
         "sliced-256": [400.0, 200.0],
-        "compiled": [360.0, 180.0],
+        "compiled": [270.0, 135.0],
         "bf16": [600.0, 300.0],
+        "bf16-256": [700.0, 350.0],
         "bf16-compiled": [800.0, 400.0],
     }
     results = [
@@ -140,7 +148,7 @@ def test_limits_and_summary():
     results, limits = make_results()
     assert limits.images_per_s() == pytest.approx(15e9 / 25e6)  # median 15 GFLOP/s
     assert limits.shares(results[3]) == pytest.approx([0.5, 0.5])  # 400 * 25e6 / 20e9
-    assert limits.shares(results[5]) == pytest.approx([0.375, 0.375])  # bf16 vs the bf16 limit
+    assert limits.shares(results[6]) == pytest.approx([0.4375, 0.4375])  # bf16 vs the bf16 limit
     rows = summarize(results, limits)
     by_key = {row["key"]: row for row in rows}
     assert by_key["baseline"]["vs_baseline"] == Spread(1.0, 1.0, 1.0)
@@ -172,10 +180,10 @@ def test_report_text():
         line.split("|")[1].strip().split(":")[0]: line for line in lines if line.startswith("| ")
     }
     assert "2.50x (2.50-2.50)" in row["chapter 05 today"]
-    assert "50% (50-50)" in row["sliced batches of 256, learning rate scaled to 0.002"]
+    assert "50% (50-50)" in row["sliced batches, float32, batch 256, learning rate 0.002"]
     compiled = row["sliced batches, float32, torch.compile (+12 s compile, once)"]
     assert "0.90x (0.90-0.90) loses" in compiled
-    assert "Loses here: compiled runs at 0.90x of sliced-256" in text
+    assert "Loses here: compiled runs at 0.90x of sliced" in text
     best = "sliced batches, bfloat16 autocast, torch.compile: 8.00x (8.00-8.00) the baseline"
     assert f"Fastest taught path, by measured epochs: {best}" in text
     assert "Skipped: bf16: none" in text and "article" not in text

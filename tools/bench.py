@@ -49,7 +49,7 @@ BASELINE = (
 )
 RECIPE_BATCH, RECIPE_WORKERS, RECIPE_LR = 64, 2, 3e-4  # the recipe's DataLoader and Adam
 CHAPTER05_BATCH, CHAPTER05_LR = 128, 1e-3  # chapter 05 today: make_loaders' default batch
-FAST_BATCH = 256  # fills the CPU's vector units better; the learning rate scales with it
+LARGE_BATCH = 256  # tried against chapter 05's 128 in each precision; the learning rate scales
 QUICK_BACKEND = "aot_eager"  # --quick traces with torch.compile but skips code generation
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}  # large enough to run at full speed, 4096 elsewhere
 MATMUL_REPEAT = 5  # float32 and bfloat16 matmuls timed before each round of epochs
@@ -139,7 +139,8 @@ def describe_device(device: torch.device) -> str:
     if device.type != "cpu":
         return device.type
     capability = torch.backends.cpu.get_cpu_capability()
-    threads = f"{torch.get_num_threads()} threads (inter-op {torch.get_num_interop_threads()})"
+    count = torch.get_num_threads()
+    threads = f"{count} thread{'s' * (count != 1)} (inter-op {torch.get_num_interop_threads()})"
     return f"{cpu_model()}, instruction set {capability}, {threads}"
 
 
@@ -177,15 +178,37 @@ class PathSpec:
     base: str | None = None
 
 
+def sliced_path(
+    key: str,
+    label: str,
+    base: str,
+    bf16: bool,
+    batch_size: int = CHAPTER05_BATCH,
+    compile_mode: str | None = None,
+) -> PathSpec:
+    """A path over batches sliced from the cached tensors, channels_last, learning rate scaled."""
+    return PathSpec(
+        key,
+        label,
+        batch_size,
+        scaled_lr(batch_size),
+        "slices",
+        channels_last=True,
+        bf16=bf16,
+        compile_mode=compile_mode,
+        base=base,
+    )
+
+
 def plan_paths(
-    native_bf16: bool, use_compile: bool, fast_batch: int = FAST_BATCH
+    native_bf16: bool, use_compile: bool, large_batch: int = LARGE_BATCH
 ) -> tuple[list[PathSpec], list[str]]:
     """The paths to measure, baseline first, and a sentence for each path left out.
 
     Each path after the baseline changes one thing of its `base`, so each row of the report
-    answers one question: does this change pay on this machine?
+    answers one question: does this change pay on this machine? Per precision: sliced batches of
+    chapter 05's size, the same at `large_batch`, and compiled.
     """
-    sliced = {"loader": "slices", "channels_last": True}
     paths = [
         PathSpec("baseline", f"baseline: {BASELINE}", RECIPE_BATCH, RECIPE_LR, "recipe"),
         PathSpec(
@@ -197,58 +220,27 @@ def plan_paths(
             channels_last=True,
             base="baseline",
         ),
-        PathSpec(
-            "sliced",
-            "cached tensors sliced into shuffled batches (no DataLoader), channels_last, float32",
-            CHAPTER05_BATCH,
-            CHAPTER05_LR,
-            base="chapter05",
-            **sliced,
-        ),
     ]
-    if fast_batch != CHAPTER05_BATCH:
-        paths.append(
-            PathSpec(
-                f"sliced-{fast_batch}",
-                f"sliced batches of {fast_batch}, learning rate scaled to {scaled_lr(fast_batch):g}",
-                fast_batch,
-                scaled_lr(fast_batch),
-                base="sliced",
-                **sliced,
-            )
-        )
-    fast = {"batch_size": fast_batch, "lr": scaled_lr(fast_batch), **sliced}
-    fast_key = paths[-1].key
     skipped = []
-    if use_compile:
-        paths.append(
-            PathSpec(
-                "compiled",
-                "sliced batches, float32, torch.compile",
-                compile_mode="default",
-                base=fast_key,
-                **fast,
-            )
-        )
-    else:
-        skipped.append("torch.compile paths: left out (--no-compile)")
+    precisions = [("sliced", "float32", False, "chapter05")]
     if native_bf16:
-        paths.append(
-            PathSpec("bf16", "sliced batches, bfloat16 autocast", bf16=True, base=fast_key, **fast)
-        )
-        if use_compile:
-            paths.append(
-                PathSpec(
-                    "bf16-compiled",
-                    "sliced batches, bfloat16 autocast, torch.compile",
-                    bf16=True,
-                    compile_mode="default",
-                    base="bf16",
-                    **fast,
-                )
-            )
+        precisions.append(("bf16", "bfloat16 autocast", True, "sliced"))
     else:
         skipped.append("bfloat16 paths: bfloat16 is not native on this device (emulated, slower)")
+    if not use_compile:
+        skipped.append("torch.compile paths: left out (--no-compile)")
+    for key, precision, bf16, base in precisions:
+        first = "cached tensors sliced into shuffled batches (no DataLoader), channels_last"
+        label = f"{first if not bf16 else 'sliced batches'}, {precision}"
+        paths.append(sliced_path(key, label, base, bf16))
+        if large_batch != CHAPTER05_BATCH:
+            lr = scaled_lr(large_batch)
+            label = f"sliced batches, {precision}, batch {large_batch}, learning rate {lr:g}"
+            paths.append(sliced_path(f"{key}-{large_batch}", label, key, bf16, large_batch))
+        if use_compile:
+            compiled = "compiled" if key == "sliced" else f"{key}-compiled"
+            label = f"sliced batches, {precision}, torch.compile"
+            paths.append(sliced_path(compiled, label, key, bf16, compile_mode="default"))
     return paths, skipped
 
 
@@ -723,8 +715,8 @@ def make_arg_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--batch",
         type=int,
-        default=FAST_BATCH,
-        help=f"batch size of the fast paths (default {FAST_BATCH}); the learning rate scales with it",
+        default=LARGE_BATCH,
+        help=f"the larger batch tried in each precision (default {LARGE_BATCH}), learning rate scaled",
     )
     parser.add_argument("--train-limit", type=int, default=None, help="first N training images")
     parser.add_argument("--test-limit", type=int, default=None, help="first N test images")
