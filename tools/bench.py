@@ -34,10 +34,10 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Subset
 
+from utils.cpu import cpu_model, cpu_native_bfloat16
 from utils.data import MEAN, STD, fashion_mnist, fashion_mnist_tensors
 from utils.deploy import export_onnx
 from utils.device import get_device
-from utils.env import cpu_model, cpu_native_bfloat16
 from utils.models import SimpleCNN
 from utils.onnx_predict import OnnxPredictor
 from utils.seed import make_generator, set_seed

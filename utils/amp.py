@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from utils.env import cpu_native_bfloat16
+from utils.cpu import cpu_native_bfloat16
 
 DEVICE_TYPES = ("cuda", "mps", "xpu", "cpu")
 
