@@ -23,6 +23,7 @@ from tools.bench import (
     plot,
     summarize,
     training_flop_per_image,
+    verdict,
 )
 from utils.device import get_device
 
@@ -86,9 +87,11 @@ def test_plan_paths():
         "baseline",
         "chapter05",
         "sliced",
+        "sliced-64",
         "sliced-256",
         "compiled",
         "bf16",
+        "bf16-64",
         "bf16-256",
         "bf16-compiled",
     ]
@@ -102,8 +105,9 @@ def test_plan_paths():
         256,
         1e-3,
     )
-    assert [p.bf16 for p in paths] == [False] * 5 + [True] * 3
-    paths, skipped = plan_paths(native_bf16=False, use_compile=False, large_batch=128)
+    assert by_key["sliced-64"].lr == 5e-4
+    assert [p.bf16 for p in paths] == [False] * 6 + [True] * 4
+    paths, skipped = plan_paths(native_bf16=False, use_compile=False, batches=[128])
     assert [p.key for p in paths] == ["baseline", "chapter05", "sliced"]
     assert any("not native" in reason for reason in skipped)
     assert any("--no-compile" in reason for reason in skipped)
@@ -123,7 +127,7 @@ def test_tensor_batches(drop_last, batches, images):
 
 
 def make_results() -> tuple[list[PathResult], Limits]:
-    paths, _ = plan_paths(native_bf16=True, use_compile=True)
+    paths, _ = plan_paths(native_bf16=True, use_compile=True, batches=[256])
     rates = {  # images/s in two rounds
         "baseline": [100.0, 50.0],
         "chapter05": [250.0, 125.0],
@@ -142,6 +146,12 @@ def make_results() -> tuple[list[PathResult], Limits]:
         flop_per_image=25e6, matmul_size=2048, float32=[20.0, 10.0], bfloat16=[40.0, 20.0]
     )
     return results, limits
+
+
+def test_verdict_needs_every_epoch_to_agree():
+    assert verdict(Spread(0.9, 0.8, 0.99)) == "loses"
+    assert verdict(Spread(1.2, 1.01, 1.3)) == "wins"
+    assert verdict(Spread(0.99, 0.83, 1.02)) == "within noise"
 
 
 def test_limits_and_summary():
@@ -183,7 +193,7 @@ def test_report_text():
     assert "50% (50-50)" in row["sliced batches, float32, batch 256, learning rate 0.002"]
     compiled = row["sliced batches, float32, torch.compile (+12 s compile, once)"]
     assert "0.90x (0.90-0.90) loses" in compiled
-    assert "Loses here: compiled runs at 0.90x of sliced" in text
+    assert "Loses here: compiled runs at 0.90x (0.90-0.90) of sliced" in text
     best = "sliced batches, bfloat16 autocast, torch.compile: 8.00x (8.00-8.00) the baseline"
     assert f"Fastest taught path, by measured epochs: {best}" in text
     assert "Skipped: bf16: none" in text and "article" not in text

@@ -49,7 +49,7 @@ BASELINE = (
 )
 RECIPE_BATCH, RECIPE_WORKERS, RECIPE_LR = 64, 2, 3e-4  # the recipe's DataLoader and Adam
 CHAPTER05_BATCH, CHAPTER05_LR = 128, 1e-3  # chapter 05 today: make_loaders' default batch
-LARGE_BATCH = 256  # tried against chapter 05's 128 in each precision; the learning rate scales
+OTHER_BATCHES = (64, 256)  # tried against chapter 05's 128 in each precision; the lr scales
 QUICK_BACKEND = "aot_eager"  # --quick traces with torch.compile but skips code generation
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}  # large enough to run at full speed, 4096 elsewhere
 MATMUL_REPEAT = 5  # float32 and bfloat16 matmuls timed before each round of epochs
@@ -201,13 +201,13 @@ def sliced_path(
 
 
 def plan_paths(
-    native_bf16: bool, use_compile: bool, large_batch: int = LARGE_BATCH
+    native_bf16: bool, use_compile: bool, batches: Sequence[int] = OTHER_BATCHES
 ) -> tuple[list[PathSpec], list[str]]:
     """The paths to measure, baseline first, and a sentence for each path left out.
 
     Each path after the baseline changes one thing of its `base`, so each row of the report
     answers one question: does this change pay on this machine? Per precision: sliced batches of
-    chapter 05's size, the same at `large_batch`, and compiled.
+    chapter 05's size, the same at each of `batches`, and compiled.
     """
     paths = [
         PathSpec("baseline", f"baseline: {BASELINE}", RECIPE_BATCH, RECIPE_LR, "recipe"),
@@ -233,10 +233,11 @@ def plan_paths(
         first = "cached tensors sliced into shuffled batches (no DataLoader), channels_last"
         label = f"{first if not bf16 else 'sliced batches'}, {precision}"
         paths.append(sliced_path(key, label, base, bf16))
-        if large_batch != CHAPTER05_BATCH:
-            lr = scaled_lr(large_batch)
-            label = f"sliced batches, {precision}, batch {large_batch}, learning rate {lr:g}"
-            paths.append(sliced_path(f"{key}-{large_batch}", label, key, bf16, large_batch))
+        for batch in sorted(set(batches) - {CHAPTER05_BATCH}):
+            label = (
+                f"sliced batches, {precision}, batch {batch}, learning rate {scaled_lr(batch):g}"
+            )
+            paths.append(sliced_path(f"{key}-{batch}", label, key, bf16, batch))
         if use_compile:
             compiled = "compiled" if key == "sliced" else f"{key}-compiled"
             label = f"sliced batches, {precision}, torch.compile"
@@ -504,8 +505,19 @@ def percent(share: Spread) -> str:
 
 
 def fastest(rows: list[dict]) -> dict:
-    """The taught path (not the baseline) with the highest median images/s over measured epochs."""
-    return max(rows[1:], key=lambda row: row["images_per_s"].median)
+    """The taught path with the highest median ratio to the baseline over the measured epochs.
+
+    The ratio pairs each epoch with the baseline's epoch of the same round, so a machine that is
+    busier in one round than another does not decide it, as raw images/s could.
+    """
+    return max(rows[1:], key=lambda row: row["vs_baseline"].median)
+
+
+def verdict(ratio: Spread) -> str:
+    """'loses' or 'wins' when every epoch agrees, else 'within noise'."""
+    if ratio.high < 1:
+        return "loses"
+    return "wins" if ratio.low > 1 else "within noise"
 
 
 def markdown_table(header: list[str], body: list[list[str]]) -> list[str]:
@@ -560,8 +572,8 @@ def format_report(
     body = []
     for row in rows:
         vs_base = "-" if row["vs_base"] is None else row["vs_base"].format("{:.2f}", "x")
-        if row["vs_base"] is not None and row["vs_base"].median < 1:
-            vs_base += " loses"
+        if row["vs_base"] is not None and verdict(row["vs_base"]) != "wins":
+            vs_base += f" {verdict(row['vs_base'])}"
         note = f" (+{row['compile_s']:.0f} s compile, once)" if row["compile_s"] else ""
         share = percent(row["share"])
         body.append(
@@ -583,12 +595,13 @@ def format_report(
         f"{best['vs_baseline'].format('{:.2f}', 'x')} the baseline, "
         f"{percent(best['share'])} of its limit.",
     ]
-    losers = [row for row in rows if row["vs_base"] is not None and row["vs_base"].median < 1]
-    for row in losers:
-        lines.append(
-            f"Loses here: {row['key']} runs at {row['vs_base'].median:.2f}x of {row['base']}, "
-            "the path it changes one thing of."
-        )
+    for row in rows[1:]:
+        if verdict(row["vs_base"]) != "wins":
+            lines.append(
+                f"{verdict(row['vs_base']).capitalize()} here: {row['key']} runs at "
+                f"{row['vs_base'].format('{:.2f}', 'x')} of {row['base']}, the path it changes "
+                "one thing of."
+            )
     lines += [f"Skipped: {reason}" for reason in skipped]
     lines += inference_lines(inference)
     return "\n".join(lines)
@@ -713,10 +726,11 @@ def make_arg_parser() -> argparse.ArgumentParser:
         help="torch.set_num_threads (default: torch's own, 1 with --quick)",
     )
     parser.add_argument(
-        "--batch",
-        type=int,
-        default=LARGE_BATCH,
-        help=f"the larger batch tried in each precision (default {LARGE_BATCH}), learning rate scaled",
+        "--batches",
+        type=lambda text: [int(part) for part in text.split(",")],
+        default=list(OTHER_BATCHES),
+        help="other batch sizes tried in each precision, comma-separated (default "
+        f"{','.join(map(str, OTHER_BATCHES))}), learning rate scaled",
     )
     parser.add_argument("--train-limit", type=int, default=None, help="first N training images")
     parser.add_argument("--test-limit", type=int, default=None, help="first N test images")
@@ -735,10 +749,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse and check the command line; bad values exit with a message saying what to pass."""
     parser = make_arg_parser()
     args = parser.parse_args(argv)
-    for name in ("epochs", "batch", "threads", "train_limit", "test_limit"):
+    for name in ("epochs", "threads", "train_limit", "test_limit"):
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if any(batch < 1 for batch in args.batches):
+        parser.error(f"--batches must all be >= 1, got {args.batches}")
     if args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     try:
@@ -783,7 +799,7 @@ def main(argv: list[str] | None = None) -> int:
         drop_last = spec.compile_mode is not None
         return TensorBatches(X_train, y_train, spec.batch_size, generator, drop_last=drop_last)
 
-    paths, skipped = plan_paths(native_bf16, use_compile, args.batch)
+    paths, skipped = plan_paths(native_bf16, use_compile, args.batches)
     load_start = load_average()
     progress("training")
     results, limits = train_paths(paths, make_loader, test_loader, device, args, native_bf16)
