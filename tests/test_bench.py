@@ -234,3 +234,36 @@ def test_quick_command_runs(tmp_path):
     assert keys[:3] == ["baseline", "chapter05", "sliced"] and payload["fastest"] in keys[1:]
     assert all(len(path["epochs_images_per_s"]) == 2 for path in payload["paths"])
     assert (tmp_path / "bench.png").stat().st_size > 0
+
+
+def test_a_failing_path_is_reported_and_the_others_carry_on(monkeypatch):
+    import tools.bench as bench
+
+    class FakeRun:
+        def __init__(self, spec, loader, device, seed, backend):
+            if spec.key == "bf16-compiled":
+                raise RuntimeError("compile broke")
+            self.spec, self.result = spec, PathResult(spec)
+
+        def epoch(self) -> float:
+            if self.spec.key == "compiled":
+                raise RuntimeError("index 6422592 is out of bounds")
+            self.result.images_per_s.append(100.0)
+            return 100.0
+
+        def finish(self, test_loader):
+            return self.result
+
+    monkeypatch.setattr(bench, "PathRun", FakeRun)
+    monkeypatch.setattr(bench, "measure_limits", lambda limits, device, native: None)
+    paths, _ = plan_paths(native_bf16=True, use_compile=True)
+    args = parse_args(["--quick", "--epochs", "2"])
+    results, _, failures = bench.train_paths(
+        paths, lambda spec: None, None, args.device, args, True
+    )
+    assert [r.spec.key for r in results] == [p.key for p in paths if "compiled" not in p.key]
+    assert all(r.images_per_s == [100.0, 100.0] for r in results)
+    assert failures == [
+        "bf16-compiled: failed while preparing (RuntimeError: compile broke)",
+        "compiled: failed in round 1 (RuntimeError: index 6422592 is out of bounds)",
+    ]

@@ -400,21 +400,39 @@ def train_paths(
     device: torch.device,
     args: argparse.Namespace,
     native_bf16: bool,
-) -> tuple[list[PathResult], Limits]:
-    """Build every path, then run `args.epochs` rounds: the limits, then one epoch of each path."""
+) -> tuple[list[PathResult], Limits, list[str]]:
+    """Build every path, then run `args.epochs` rounds: the limits, then one epoch of each path.
+
+    Returns the results of the paths that ran, the limits, and a sentence per path that failed.
+    """
     backend = QUICK_BACKEND if args.quick else None
-    runs = []
+    runs, failures = [], []
+
+    def failed(spec: PathSpec, when: str, err: Exception) -> None:
+        """A path that raises is reported and dropped; the other paths carry on."""
+        message = str(err).strip().splitlines()[-1][:200] if str(err).strip() else ""
+        failures.append(f"{spec.key}: failed {when} ({type(err).__name__}: {message})")
+        progress(failures[-1])
+
     for spec in paths:
         progress(f"preparing {spec.key}")
-        runs.append(PathRun(spec, make_loader(spec), device, args.seed, backend))
+        try:
+            runs.append(PathRun(spec, make_loader(spec), device, args.seed, backend))
+        except Exception as err:  # e.g. a torch.compile failure: the other paths still count
+            failed(spec, "while preparing", err)
     size = MATMUL_SIZE.get(device.type, 4096) // (4 if args.quick else 1)
     limits = Limits(training_flop_per_image(), size)
     for round_index in range(args.epochs):
         measure_limits(limits, device, native_bf16)
-        for run in runs:
-            rate = run.epoch()
+        for run in list(runs):
+            try:
+                rate = run.epoch()
+            except Exception as err:
+                failed(run.spec, f"in round {round_index + 1}", err)
+                runs.remove(run)
+                continue
             progress(f"round {round_index + 1}/{args.epochs} {run.spec.key}: {rate:.0f} images/s")
-    return [run.finish(test_loader) for run in runs], limits
+    return [run.finish(test_loader) for run in runs], limits, failures
 
 
 # ----------------------------------------------------------------------------- inference
@@ -802,7 +820,10 @@ def main(argv: list[str] | None = None) -> int:
     paths, skipped = plan_paths(native_bf16, use_compile, args.batches)
     load_start = load_average()
     progress("training")
-    results, limits = train_paths(paths, make_loader, test_loader, device, args, native_bf16)
+    results, limits, failures = train_paths(
+        paths, make_loader, test_loader, device, args, native_bf16
+    )
+    skipped += failures
     progress("timing inference")
     set_seed(args.seed)
     inference = bench_inference(
