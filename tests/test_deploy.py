@@ -13,7 +13,7 @@ from torch import nn
 
 from utils import onnx_predict
 from utils.data import MEAN, STD, fashion_mnist_tensors, load_split
-from utils.deploy import export_onnx, external_data_files
+from utils.deploy import DEFAULT_OPSET, export_onnx, external_data_files, op_counts
 from utils.models import SimpleCNN
 from utils.onnx_predict import OnnxPredictor, preprocess
 from utils.seed import set_seed
@@ -72,6 +72,30 @@ def test_dynamic_batch_axis_accepts_1_and_64(exported, test_images):
     assert predictor.predict(pixels[:1]).shape == (1, 10)
     assert predictor.predict(pixels[:64]).shape == (64, 10)
     assert predictor.predict_classes(pixels[:64]).shape == (64,)
+
+
+def test_export_pins_the_opset_and_keeps_a_batch_of_1_example_dynamic(exported, tmp_path):
+    import onnx
+
+    _, path = exported  # exported from a batch-1 example, which export_onnx repeats to 2
+    graph = onnx.load(str(path))
+    assert [o.version for o in graph.opset_import if o.domain in ("", "ai.onnx")] == [DEFAULT_OPSET]
+    assert graph.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+    newer = export_onnx(
+        model, tmp_path / "opset20.onnx", torch.zeros(1, 1, 28, 28), opset_version=20
+    )
+    assert [o.version for o in onnx.load(str(newer)).opset_import if o.domain == ""] == [20]
+
+
+def test_op_counts_of_the_exported_cnn(exported):
+    _, path = exported
+    counts = op_counts(path)
+    assert counts["Conv"] == 2 and counts["Relu"] == 3 and counts["MaxPool"] == 2
+    assert list(counts) == sorted(counts)
+    import onnx
+
+    assert op_counts(onnx.load(str(path))) == counts
 
 
 def test_fixed_batch_export_rejects_other_batch_sizes(tmp_path):

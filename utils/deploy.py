@@ -6,10 +6,20 @@ The export side needs torch; running the exported file does not: see `utils.onnx
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    import onnx
+
+# The opset the graph is written in. 18 is what the torch.export-based exporter builds natively
+# (newer opsets are converted from it); ONNX Runtime runs it from release 1.14 on. Pick the
+# highest opset that the oldest runtime you deploy to supports (ONNX Runtime's compatibility table).
+DEFAULT_OPSET = 18
 
 
 def export_onnx(
@@ -19,11 +29,12 @@ def export_onnx(
     dynamic_batch: bool = True,
     input_name: str = "images",
     output_name: str = "logits",
+    opset_version: int = DEFAULT_OPSET,
 ) -> Path:
-    """Export `model` (in eval mode) to `path` as a single .onnx file; return the path.
+    """Export `model` (in eval mode) to `path` as one self-contained .onnx file; return the path.
 
-    Uses the torch.export-based exporter (`dynamo=True`), weights stored inside the file
-    (`external_data=False`), axis 0 named "batch" and dynamic when `dynamic_batch` is true.
+    torch.export-based exporter (`dynamo=True`), pinned `opset_version`, axis 0 named "batch" and
+    dynamic when `dynamic_batch` is true (a size-1 example is repeated to 2 so it stays dynamic).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -38,7 +49,11 @@ def export_onnx(
     if path.suffix != ".onnx":
         raise ValueError(f"the file name should end in .onnx, got {path.name!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    dynamic_shapes = ({0: torch.export.Dim("batch")},) if dynamic_batch else None
+    dynamic_shapes = None
+    if dynamic_batch:
+        dynamic_shapes = ({0: torch.export.Dim("batch")},)
+        if example_input.shape[0] == 1:  # torch.export special-cases size 1: it may fix the axis
+            example_input = torch.cat([example_input, example_input])
     was_training = model.training
     model.eval()  # export what inference runs: Dropout off, BatchNorm uses running statistics
     try:
@@ -50,6 +65,7 @@ def export_onnx(
             input_names=[input_name],
             output_names=[output_name],
             dynamic_shapes=dynamic_shapes,
+            opset_version=opset_version,
             external_data=False,
             verbose=False,
         )
@@ -68,3 +84,12 @@ def external_data_files(path: str | Path) -> list[str]:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             locations.update(e.value for e in tensor.external_data if e.key == "location")
     return sorted(locations)
+
+
+def op_counts(model: str | Path | onnx.ModelProto) -> dict[str, int]:
+    """How many nodes of each operator type an ONNX graph has (a path or an onnx.ModelProto)."""
+    import onnx
+
+    if isinstance(model, (str, Path)):
+        model = onnx.load(str(model), load_external_data=False)
+    return dict(sorted(Counter(node.op_type for node in model.graph.node).items()))
