@@ -26,7 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Subset
 
+from utils.batches import TensorBatches
 from utils.cpu import cpu_model, cpu_native_bfloat16
 from utils.data import MEAN, STD, fashion_mnist, fashion_mnist_tensors
 from utils.deploy import export_onnx
@@ -245,38 +246,6 @@ def plan_paths(
     return paths, skipped
 
 
-class TensorBatches:
-    """Shuffled mini-batches sliced from tensors already in memory (on the device).
-
-    One gather per batch instead of a DataLoader's per-image indexing and collate.
-    """
-
-    def __init__(
-        self,
-        X: torch.Tensor,
-        y: torch.Tensor,
-        batch_size: int,
-        generator: torch.Generator,
-        drop_last: bool = False,
-    ):
-        self.X, self.y, self.batch_size = X, y, batch_size
-        self.generator, self.drop_last = generator, drop_last
-
-    def __len__(self) -> int:
-        full, rest = divmod(len(self.y), self.batch_size)
-        return full + (1 if rest and not self.drop_last else 0)
-
-    @property
-    def num_images(self) -> int:
-        return min(len(self) * self.batch_size, len(self.y))
-
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        order = torch.randperm(len(self.y), generator=self.generator).to(self.y.device)
-        for start in range(0, self.num_images, self.batch_size):
-            index = order[start : start + self.batch_size]
-            yield self.X[index], self.y[index]
-
-
 def recipe_loader(train_limit: int | None, generator: torch.Generator) -> DataLoader:
     """The baseline: PIL images, ToTensor + Normalize per item, batch 64, 2 worker processes."""
     from torchvision import transforms
@@ -295,7 +264,9 @@ def recipe_loader(train_limit: int | None, generator: torch.Generator) -> DataLo
 
 
 def images_per_epoch(loader) -> int:
-    return loader.num_images if isinstance(loader, TensorBatches) else len(loader.dataset)
+    if isinstance(loader, TensorBatches):
+        return min(len(loader) * loader.batch_size, len(loader.y))
+    return len(loader.dataset)
 
 
 @dataclass
