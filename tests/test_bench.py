@@ -86,7 +86,7 @@ def test_plan_paths():
     keys = [p.key for p in paths]
     assert keys == [
         "baseline",
-        "chapter05",
+        "dataloader",
         "sliced",
         "sliced-64",
         "sliced-256",
@@ -109,7 +109,7 @@ def test_plan_paths():
     assert by_key["sliced-64"].lr == 5e-4
     assert [p.bf16 for p in paths] == [False] * 6 + [True] * 4
     paths, skipped = plan_paths(native_bf16=False, use_compile=False, batches=[128])
-    assert [p.key for p in paths] == ["baseline", "chapter05", "sliced"]
+    assert [p.key for p in paths] == ["baseline", "dataloader", "sliced"]
     assert any("not native" in reason for reason in skipped)
     assert any("--no-compile" in reason for reason in skipped)
 
@@ -125,7 +125,7 @@ def make_results() -> tuple[list[PathResult], Limits]:
     paths, _ = plan_paths(native_bf16=True, use_compile=True, batches=[256])
     rates = {  # images/s in two rounds
         "baseline": [100.0, 50.0],
-        "chapter05": [250.0, 125.0],
+        "dataloader": [250.0, 125.0],
         "sliced": [300.0, 150.0],
         "sliced-256": [400.0, 200.0],
         "compiled": [270.0, 135.0],
@@ -157,7 +157,7 @@ def test_limits_and_summary():
     rows = summarize(results, limits)
     by_key = {row["key"]: row for row in rows}
     assert by_key["baseline"]["vs_baseline"] == Spread(1.0, 1.0, 1.0)
-    assert by_key["chapter05"]["vs_baseline"].median == pytest.approx(2.5)
+    assert by_key["dataloader"]["vs_baseline"].median == pytest.approx(2.5)
     assert by_key["compiled"]["vs_base"].median == pytest.approx(0.9)
     assert fastest(rows)["key"] == "bf16-compiled"
     assert math.isclose(by_key["bf16-compiled"]["vs_baseline"].median, 8.0)
@@ -184,7 +184,10 @@ def test_report_text():
     row = {
         line.split("|")[1].strip().split(":")[0]: line for line in lines if line.startswith("| ")
     }
-    assert "2.50x (2.50-2.50)" in row["chapter 05 today"]
+    assert (
+        "2.50x (2.50-2.50)"
+        in row["cached tensors in a DataLoader (chapter 03), channels_last, float32"]
+    )
     assert "50% (50-50)" in row["sliced batches, float32, batch 256, learning rate 0.002"]
     compiled = row["sliced batches, float32, torch.compile (+12 s compile, once)"]
     assert "0.90x (0.90-0.90) loses" in compiled
@@ -226,7 +229,7 @@ def test_quick_command_runs(tmp_path):
     assert (tmp_path / "bench.md").read_text() == out
     payload = json.loads((tmp_path / "bench.json").read_text())
     keys = [path["key"] for path in payload["paths"]]
-    assert keys[:3] == ["baseline", "chapter05", "sliced"] and payload["fastest"] in keys[1:]
+    assert keys[:3] == ["baseline", "dataloader", "sliced"] and payload["fastest"] in keys[1:]
     assert all(len(path["epochs_images_per_s"]) == 2 for path in payload["paths"])
     assert (tmp_path / "bench.png").stat().st_size > 0
 

@@ -49,7 +49,7 @@ BASELINE = (
     "a typical tutorial recipe: PIL transforms in the DataLoader, batch 64, 2 workers, float32"
 )
 RECIPE_BATCH, RECIPE_WORKERS, RECIPE_LR = 64, 2, 3e-4  # the recipe's DataLoader and Adam
-CHAPTER05_BATCH, CHAPTER05_LR = 128, 1e-3  # chapter 05 today: make_loaders' default batch
+CHAPTER05_BATCH, CHAPTER05_LR = 128, 1e-3  # chapter 05's batch; Adam's default learning rate
 OTHER_BATCHES = (64, 256)  # tried against chapter 05's 128 in each precision; the lr scales
 QUICK_BACKEND = "aot_eager"  # --quick traces with torch.compile but skips code generation
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}  # large enough to run at full speed, 4096 elsewhere
@@ -213,8 +213,8 @@ def plan_paths(
     paths = [
         PathSpec("baseline", f"baseline: {BASELINE}", RECIPE_BATCH, RECIPE_LR, "recipe"),
         PathSpec(
-            "chapter05",
-            "chapter 05 today: cached tensors in a DataLoader, channels_last, float32",
+            "dataloader",
+            "cached tensors in a DataLoader (chapter 03), channels_last, float32",
             CHAPTER05_BATCH,
             CHAPTER05_LR,
             "dataloader",
@@ -223,7 +223,7 @@ def plan_paths(
         ),
     ]
     skipped = []
-    precisions = [("sliced", "float32", False, "chapter05")]
+    precisions = [("sliced", "float32", False, "dataloader")]
     if native_bf16:
         precisions.append(("bf16", "bfloat16 autocast", True, "sliced"))
     else:
@@ -231,7 +231,7 @@ def plan_paths(
     if not use_compile:
         skipped.append("torch.compile paths: left out (--no-compile)")
     for key, precision, bf16, base in precisions:
-        first = "cached tensors sliced into shuffled batches (no DataLoader), channels_last"
+        first = "chapter 05's loader: cached tensors sliced into shuffled batches, channels_last"
         label = f"{first if not bf16 else 'sliced batches'}, {precision}"
         paths.append(sliced_path(key, label, base, bf16))
         for batch in sorted(set(batches) - {CHAPTER05_BATCH}):
