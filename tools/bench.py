@@ -412,7 +412,12 @@ def train_paths(
 def export_for_ort(model: nn.Module, folder: Path) -> tuple[Callable, str]:
     """Export `model` with utils.deploy and load it in ONNX Runtime, as chapter 11 does."""
     path = export_onnx(model, folder / "model.onnx", torch.zeros(1, 1, 28, 28))
-    return OnnxPredictor(path).predict, "utils.deploy + utils.onnx_predict"
+    predictor = OnnxPredictor(path)
+
+    def predict(images):  # the normalised float arrays of utils.data
+        return predictor.predict(images, normalized=True)
+
+    return predict, "utils.deploy + utils.onnx_predict"
 
 
 def bench_inference(
@@ -423,9 +428,13 @@ def bench_inference(
     repeat: dict[int, int],
     warmup: int = 10,
 ) -> dict:
-    """Median seconds per call of eager, compiled and ONNX Runtime inference on the CPU."""
+    """Median seconds per call of eager, compiled and ONNX Runtime inference on the CPU.
+
+    A compiled model whose logits disagree with eager is reported in "failures", not timed.
+    """
     model = model.cpu().eval()
     results: dict[str, dict[int, float]] = {"eager": {}, "onnxruntime": {}}
+    failures: list[str] = []
     compiled = None
     if use_compile:
         options = {"backend": compile_backend} if compile_backend else {}
@@ -444,17 +453,24 @@ def bench_inference(
                 if compiled is not None:
                     got = compiled(X)  # compiles for this batch size
                     if not torch.allclose(got, expected, rtol=1e-4, atol=1e-4):
-                        raise RuntimeError("compiled inference disagrees with eager")
-                    results["compiled"][batch_size] = time_call(
-                        lambda X=X: compiled(X), warmup=warmup, repeat=calls
-                    )["median_s"]
+                        # Reported, not raised: the other runtimes are still worth measuring.
+                        failures.append(
+                            f"compiled inference: its logits at batch {batch_size} disagree "
+                            "with eager (beyond 1e-4), so it is not timed"
+                        )
+                        compiled = None
+                        del results["compiled"]
+                    else:
+                        results["compiled"][batch_size] = time_call(
+                            lambda X=X, f=compiled: f(X), warmup=warmup, repeat=calls
+                        )["median_s"]
             got = torch.from_numpy(predict(X_np))
             if not torch.allclose(got, expected, rtol=1e-4, atol=1e-4):
                 raise RuntimeError("ONNX Runtime disagrees with eager")
             results["onnxruntime"][batch_size] = time_call(
                 lambda X_np=X_np: predict(X_np), warmup=warmup, repeat=calls
             )["median_s"]
-    return {"seconds": results, "onnx_export": how}
+    return {"seconds": results, "onnx_export": how, "failures": failures}
 
 
 # ----------------------------------------------------------------------------- the report
@@ -805,6 +821,7 @@ def main(argv: list[str] | None = None) -> int:
         {1: 20, 64: 5} if args.quick else {1: 300, 64: 100},
         warmup=2 if args.quick else 10,
     )
+    skipped += inference.pop("failures")
     machine = {
         "device": str(device),
         "name": describe_device(device),
