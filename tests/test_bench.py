@@ -1,5 +1,6 @@
 """tools.bench: argument checks, spreads and ratios, the FLOP count, the report, and a --quick run."""
 
+import copy
 import json
 import math
 import subprocess
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 
 from tools.bench import (
     BASELINE,
@@ -23,10 +25,12 @@ from tools.bench import (
     plot,
     summarize,
     training_flop_per_image,
+    tune,
     verdict,
 )
 from utils.batches import TensorBatches
 from utils.device import get_device
+from utils.models import SimpleCNN
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,10 +94,12 @@ def test_plan_paths():
         "sliced",
         "sliced-64",
         "sliced-256",
+        "sliced-tuned",
         "compiled",
         "bf16",
         "bf16-64",
         "bf16-256",
+        "bf16-tuned",
         "bf16-compiled",
     ]
     assert paths[0].label == f"baseline: {BASELINE}" and skipped == []
@@ -107,9 +113,11 @@ def test_plan_paths():
         1e-3,
     )
     assert by_key["sliced-64"].lr == 5e-4
-    assert [p.bf16 for p in paths] == [False] * 6 + [True] * 4
+    assert [p.bf16 for p in paths] == [False] * 7 + [True] * 5
+    assert [p.key for p in paths if p.tuned] == ["sliced-tuned", "bf16-tuned"]
+    assert by_key["sliced-tuned"].base == "sliced" and by_key["bf16-tuned"].base == "bf16"
     paths, skipped = plan_paths(native_bf16=False, use_compile=False, batches=[128])
-    assert [p.key for p in paths] == ["baseline", "dataloader", "sliced"]
+    assert [p.key for p in paths] == ["baseline", "dataloader", "sliced", "sliced-tuned"]
     assert any("not native" in reason for reason in skipped)
     assert any("--no-compile" in reason for reason in skipped)
 
@@ -128,9 +136,11 @@ def make_results() -> tuple[list[PathResult], Limits]:
         "dataloader": [250.0, 125.0],
         "sliced": [300.0, 150.0],
         "sliced-256": [400.0, 200.0],
+        "sliced-tuned": [330.0, 165.0],
         "compiled": [270.0, 135.0],
         "bf16": [600.0, 300.0],
         "bf16-256": [700.0, 350.0],
+        "bf16-tuned": [660.0, 330.0],
         "bf16-compiled": [800.0, 400.0],
     }
     results = [
@@ -153,12 +163,13 @@ def test_limits_and_summary():
     results, limits = make_results()
     assert limits.images_per_s() == pytest.approx(15e9 / 25e6)  # median 15 GFLOP/s
     assert limits.shares(results[3]) == pytest.approx([0.5, 0.5])  # 400 * 25e6 / 20e9
-    assert limits.shares(results[6]) == pytest.approx([0.4375, 0.4375])  # bf16 vs the bf16 limit
+    assert limits.shares(results[7]) == pytest.approx([0.4375, 0.4375])  # bf16 vs the bf16 limit
     rows = summarize(results, limits)
     by_key = {row["key"]: row for row in rows}
     assert by_key["baseline"]["vs_baseline"] == Spread(1.0, 1.0, 1.0)
     assert by_key["dataloader"]["vs_baseline"].median == pytest.approx(2.5)
     assert by_key["compiled"]["vs_base"].median == pytest.approx(0.9)
+    assert by_key["sliced-tuned"]["vs_base"].median == pytest.approx(1.1)
     assert fastest(rows)["key"] == "bf16-compiled"
     assert math.isclose(by_key["bf16-compiled"]["vs_baseline"].median, 8.0)
 
@@ -265,3 +276,23 @@ def test_a_failing_path_is_reported_and_the_others_carry_on(monkeypatch):
         "bf16-compiled: failed while preparing (RuntimeError: compile broke)",
         "compiled: failed in round 1 (RuntimeError: index 6422592 is out of bounds)",
     ]
+
+
+def test_tune_keeps_the_function_and_the_gradients():
+    """ReLU after MaxPool, in place: the same logits and gradients, the same state_dict keys."""
+    torch.manual_seed(0)
+    plain = SimpleCNN(dropout=0.0)
+    tuned = tune(copy.deepcopy(plain))
+    assert list(tuned.state_dict()) == list(plain.state_dict())
+    assert [type(m).__name__ for m in tuned.features][2:4] == ["MaxPool2d", "ReLU"]
+    X, y = torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,))
+    losses = []
+    for model in (plain, tuned):
+        loss = nn.functional.cross_entropy(model(X), y)
+        loss.backward()
+        losses.append(loss)
+    assert torch.equal(losses[0], losses[1])
+    for p, q in zip(plain.parameters(), tuned.parameters(), strict=True):
+        assert torch.allclose(p.grad, q.grad, rtol=0, atol=1e-7)
+    with pytest.raises(TypeError, match="expected ReLU then MaxPool2d"):
+        tune(tuned)  # already tuned: the order no longer matches

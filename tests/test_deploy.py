@@ -72,6 +72,10 @@ def test_dynamic_batch_axis_accepts_1_and_64(exported, test_images):
     assert predictor.predict(pixels[:1]).shape == (1, 10)
     assert predictor.predict(pixels[:64]).shape == (64, 10)
     assert predictor.predict_classes(pixels[:64]).shape == (64,)
+    normalised = preprocess(pixels[:64])
+    np.testing.assert_array_equal(
+        predictor.predict(normalised, normalized=True), predictor.predict(pixels[:64])
+    )
 
 
 def test_export_pins_the_opset_and_keeps_a_batch_of_1_example_dynamic(exported, tmp_path):
@@ -104,9 +108,9 @@ def test_fixed_batch_export_rejects_other_batch_sizes(tmp_path):
         model, tmp_path / "fixed.onnx", torch.zeros(2, 1, 28, 28), dynamic_batch=False
     )
     predictor = OnnxPredictor(path)
-    assert predictor.predict(np.zeros((2, 1, 28, 28), np.float32)).shape == (2, 10)
+    assert predictor.predict(np.zeros((2, 1, 28, 28), np.uint8)).shape == (2, 10)
     with pytest.raises(Exception, match="(?i)dimension|shape"):
-        predictor.predict(np.zeros((3, 1, 28, 28), np.float32))
+        predictor.predict(np.zeros((3, 1, 28, 28), np.uint8))
 
 
 def test_external_data_files_finds_side_file(tmp_path):
@@ -131,7 +135,8 @@ def test_preprocess_matches_utils_data_normalisation():
     np.testing.assert_allclose(got, expected, atol=1e-6)
     assert preprocess(pixels[:8].numpy()[:, None]).shape == (8, 1, 28, 28)
     floats = np.zeros((2, 1, 28, 28), np.float64)
-    assert preprocess(floats).dtype == np.float32  # floats pass through as float32
+    assert preprocess(floats, normalized=True).dtype == np.float32  # passed through as float32
+    np.testing.assert_array_equal(preprocess(expected, normalized=True), expected)
     np.testing.assert_array_equal(preprocess(np.array([[[0, 255]]], np.uint8)), [[[[-1.0, 1.0]]]])
 
 
@@ -140,6 +145,16 @@ def test_preprocess_bad_inputs():
         preprocess(np.zeros((28, 28), np.uint8))
     with pytest.raises(TypeError, match="expected uint8 pixels"):
         preprocess(np.zeros((1, 28, 28), np.int32))
+
+
+def test_preprocess_refuses_floats_it_cannot_interpret():
+    to_tensor_output = np.full((1, 28, 28), 0.5, np.float32)  # 0..1, not normalised
+    with pytest.raises(TypeError, match=r"without normalized=True.*astype\(np.uint8\)"):
+        preprocess(to_tensor_output)
+    with pytest.raises(ValueError, match=r"lie in \[-1, 1\].*uint8"):
+        preprocess(np.full((1, 28, 28), 200.0, np.float32), normalized=True)  # 0..255 floats
+    with pytest.raises(ValueError, match="drop normalized=True"):
+        preprocess(np.zeros((1, 28, 28), np.uint8), normalized=True)
 
 
 def test_predictor_bad_inputs(tmp_path, exported):
@@ -197,6 +212,19 @@ def test_command_line_predicts_without_torch(exported, test_images, tmp_path):
     expected = torch_logits(model, pixels)
     assert report["predictions"] == expected.argmax(1).tolist()
     assert np.abs(np.load(tmp_path / "logits.npy") - expected).max() <= 1e-4
+
+
+def test_command_line_takes_normalised_floats_with_the_flag(exported, test_images, tmp_path):
+    _, path = exported
+    pixels, _ = test_images
+    np.save(tmp_path / "floats.npy", preprocess(pixels[:8]))
+    command = [sys.executable, "-m", "utils.onnx_predict", str(path), str(tmp_path / "floats.npy")]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "normalized=True" in refused.stderr
+    result = subprocess.run([*command, "--normalized"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    expected = OnnxPredictor(path).predict_classes(pixels[:8]).tolist()
+    assert json.loads(result.stdout)["predictions"] == expected
 
 
 def test_torch_free_predictor_normalises_like_the_training_data():

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     import onnx
 
 # The opset the graph is written in. 18 is what the torch.export-based exporter builds natively
-# (newer opsets are converted from it); ONNX Runtime runs it from release 1.14 on. Pick the
-# highest opset that the oldest runtime you deploy to supports (ONNX Runtime's compatibility table).
+# (newer opsets are converted from it). A runtime's compatibility has two columns, the highest
+# opset it implements and the highest IR version (file format version) it reads: the exporter
+# writes IR 10, which ONNX Runtime reads from 1.18 on (1.14-1.17 run opset 18 but refuse IR 10;
+# lower `ir_version` on the saved model for them, see notebooks/11_onnx_deployment.ipynb).
 DEFAULT_OPSET = 18
 
 
