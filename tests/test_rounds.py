@@ -1,0 +1,68 @@
+"""Tests of utils.rounds: alternating order, savings per round, the break-even and its rounding."""
+
+import math
+
+import pytest
+
+from utils.rounds import (
+    alternate,
+    break_even,
+    break_even_text,
+    one_figure,
+    pooled,
+    round_savings,
+    spread,
+    verdict,
+)
+
+
+def test_alternate_swaps_the_order_every_round():
+    order = []
+    times = alternate(
+        {"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+        rounds=3,
+        repeat=2,
+        warmup=1,
+    )
+    per_round = [
+        order[i : i + 6] for i in range(0, len(order), 6)
+    ]  # 3 calls of each (1 warm-up + 2)
+    assert [r[0] for r in per_round] == ["a", "b", "a"]
+    assert all(len(rounds) == 3 and all(len(r) == 2 for r in rounds) for rounds in times.values())
+    assert len(pooled(times["a"])) == 6 and "6 calls in 3 rounds" in spread(times["a"])
+
+
+def fake(eager_rounds, compiled_rounds):
+    return {"eager": eager_rounds, "compiled": compiled_rounds}
+
+
+def test_savings_break_even_and_verdict():
+    times = fake([[0.010, 0.010], [0.012, 0.012]], [[0.006, 0.006], [0.010, 0.010]])
+    assert round_savings(times) == pytest.approx([0.004, 0.002])
+    central, low, high = break_even(1.011, times)  # eager median 0.011: n = 1 + 1.0 / saving
+    assert (central, low, high) == pytest.approx((1 + 1 / 0.003, 1 + 1 / 0.004, 1 + 1 / 0.002))
+    assert verdict(times) == "compiled faster in all 2 rounds"
+    assert verdict(fake([[0.01]], [[0.02]])) == "compiled slower in all 1 rounds"
+    assert verdict(fake([[0.01], [0.02]], [[0.02], [0.01]])).startswith("within the noise")
+    assert break_even(1.0, fake([[0.01]], [[0.02]]))[0] == math.inf
+
+
+def test_one_figure_rounds_as_asked():
+    assert one_figure(1234) == "1,000" and one_figure(1234, math.ceil) == "2,000"
+    assert one_figure(0.0345) == "0.03" and one_figure(0.0345, math.ceil) == "0.04"
+    with pytest.raises(ValueError, match="positive"):
+        one_figure(0.0)
+
+
+def test_break_even_text_says_what_the_rounds_support():
+    assert (
+        break_even_text(math.inf, math.inf, math.inf)
+        == "never: compiled was not faster in any round"
+    )
+    assert break_even_text(1500, 1200, math.inf).startswith("between 1,000 calls and never")
+    assert "disagree by more than 2x" in break_even_text(3000, 1000, 9000)
+    assert break_even_text(1500, 1300, 1900) == "after about 2,000 calls (rounds: 1,000 to 2,000)"
+    assert (
+        break_even_text(1.0, 1.0, 1.0, unit="epochs")
+        == "after about 1 epoch (all rounds agree to one figure)"
+    )
