@@ -55,3 +55,27 @@ def test_build_flavour_names_xpu_and_mps_wheels(monkeypatch):
     assert env.build_flavour() == "macOS (MPS)"
     monkeypatch.setattr(env.torch.backends.mps, "is_built", lambda: False)
     assert env.build_flavour() == "CPU-only"
+
+
+def test_kernel_support_reads_the_arch_list():
+    wheel = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+    assert env.kernel_support((8, 6), wheel) == "native"
+    assert env.kernel_support((8, 9), wheel) == "compatible"  # Ada runs the sm_86 binaries
+    assert env.kernel_support((12, 1), wheel) == "compatible"
+    assert env.kernel_support((6, 1), wheel) == "none"  # an old GPU dropped from the wheel
+    assert env.kernel_support((10, 3), ["sm_90", "compute_90"]) == "ptx"  # newer GPU: PTX only
+    assert env.kernel_support((9, 0), ["sm_90a"]) == "native"
+    assert env.kernel_support((9, 1), ["sm_90a"]) == "none"  # arch-specific: no compatibility
+    assert (
+        env.kernel_support((10, 3), ["sm_100f"]) == "compatible"
+    )  # family-specific: the 10.x family
+    assert env.kernel_support((9, 0), ["gfx90a", "gfx942"]) == "none"  # ROCm names are not NVIDIA's
+    assert env.kernel_support((8, 0), []) == "none"
+
+
+def test_format_report_shows_kernel_support():
+    info = report(gflops=False)
+    info["devices"] = {"cuda:0": {"name": "Some GPU", "tensor_op_ok": True, "kernels": "native"}}
+    assert "device cuda:0 Some GPU: tensor op ok  kernels in the wheel: native" in format_report(
+        info
+    )

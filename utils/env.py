@@ -6,6 +6,7 @@ Run it from a terminal with `python -m utils.env`.
 from __future__ import annotations
 
 import platform
+import re
 import sys
 import time
 
@@ -38,6 +39,33 @@ def device_name(device: torch.device) -> str:
     if device.type == "mps":
         return "Apple GPU (Metal)"
     return cpu_model()
+
+
+def kernel_support(capability: tuple[int, int], arch_list: list[str]) -> str:
+    """Can a wheel built for `arch_list` (torch.cuda.get_arch_list()) run on an NVIDIA GPU of `capability`?
+
+    'native': compiled for exactly this GPU; 'compatible': for an older GPU of the same major
+    version, whose binaries run here; 'ptx': only through the driver compiling PTX at start-up (slow
+    first run); 'none': no kernel can run ("no kernel image is available for execution").
+    """
+    found = set()
+    for entry in arch_list:
+        match = re.fullmatch(r"(sm|compute)_(\d+)(\d)([a-z]?)", entry)
+        if match is None:  # not an NVIDIA name (ROCm lists gfx...)
+            continue
+        kind, major, minor, suffix = match[1], int(match[2]), int(match[3]), match[4]
+        if (major, minor) == tuple(capability):
+            found.add("native" if kind == "sm" else "ptx")
+        elif suffix == "a":  # 'sm_90a' uses features of that one GPU: it runs nowhere else
+            continue
+        elif kind == "sm" and major == capability[0] and minor < capability[1]:
+            found.add("compatible")
+        elif kind == "compute" and (major, minor) < tuple(capability):
+            found.add("ptx")
+    for answer in ("native", "compatible", "ptx"):
+        if answer in found:
+            return answer
+    return "none"
 
 
 def check_tensor_op(device: torch.device) -> bool:
@@ -93,6 +121,9 @@ def report(gflops: bool = True) -> dict:
     for kind in available_types():
         device = get_device(kind)
         entry = {"name": device_name(device), "tensor_op_ok": check_tensor_op(device)}
+        if device.type == "cuda" and not torch.version.hip:
+            capability = torch.cuda.get_device_capability(device)
+            entry["kernels"] = kernel_support(capability, torch.cuda.get_arch_list())
         if gflops:
             entry["matmul_gflops"] = round(matmul_gflops(device), 1)
         info["devices"][str(device)] = entry
@@ -101,6 +132,7 @@ def report(gflops: bool = True) -> dict:
 
 
 def format_report(info: dict) -> str:
+    """The report as the lines `python -m utils.env` prints."""
     lines = [
         f"Python       {info['python']} on {info['platform']}",
         f"torch        {info['torch']}  (build: {info['build']})",
@@ -115,7 +147,8 @@ def format_report(info: dict) -> str:
     for name, entry in info["devices"].items():
         speed = f"  matmul {entry['matmul_gflops']} GFLOP/s" if "matmul_gflops" in entry else ""
         status = "ok" if entry["tensor_op_ok"] else "WRONG RESULT"
-        lines.append(f"device {name:<6} {entry['name']}: tensor op {status}{speed}")
+        kernels = f"  kernels in the wheel: {entry['kernels']}" if "kernels" in entry else ""
+        lines.append(f"device {name:<6} {entry['name']}: tensor op {status}{speed}{kernels}")
     lines.append(f"get_device() -> {info['chosen_device']}")
     return "\n".join(lines)
 
