@@ -1,8 +1,12 @@
 import json
+import platform
+import subprocess
 
 import pytest
+import torch
 
-from utils.config import RunConfig, load_config, make_run_dir, save_config
+import utils.config as config_module
+from utils.config import RunConfig, environment, load_config, make_run_dir, save_config
 
 
 def test_defaults_round_trip_through_json(tmp_path):
@@ -64,3 +68,56 @@ def test_every_field_is_one_a_run_reads():
     assert [f for f in RunConfig().to_dict()] == [
         "seed", "runs_root", "lr", "batch_size", "num_epochs", "checkpoint_every", "patience",
     ]  # fmt: skip
+
+
+def _fake_git(outputs: dict):
+    """A stand-in for subprocess.run: `outputs` maps a git subcommand to (returncode, stdout)."""
+
+    def run(args, **kwargs):
+        assert args[0] == "git"
+        if outputs is None:
+            raise FileNotFoundError("git")
+        returncode, stdout = outputs[args[1]]
+        return subprocess.CompletedProcess(args, returncode, stdout=stdout, stderr="")
+
+    return run
+
+
+def test_run_dir_records_the_environment(tmp_path, monkeypatch):
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    fake = _fake_git({"rev-parse": (0, commit + "\n"), "status": (0, " M utils/config.py\n")})
+    monkeypatch.setattr(config_module.subprocess, "run", fake)
+    run_dir = make_run_dir(RunConfig(), root=tmp_path)
+    recorded = json.loads((run_dir / "environment.json").read_text())
+    assert recorded == {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "git_commit": commit,
+        "git_dirty": True,
+    }
+
+
+def test_environment_clean_checkout(monkeypatch):
+    fake = _fake_git({"rev-parse": (0, "abc\n"), "status": (0, "")})
+    monkeypatch.setattr(config_module.subprocess, "run", fake)
+    assert environment()["git_commit"] == "abc" and environment()["git_dirty"] is False
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [None, {"rev-parse": (128, ""), "status": (128, "")}],
+    ids=["git-missing", "not-a-repository"],
+)
+def test_environment_without_git(outputs, monkeypatch):
+    monkeypatch.setattr(config_module.subprocess, "run", _fake_git(outputs))
+    recorded = environment()
+    assert recorded["git_commit"] is None and recorded["git_dirty"] is None
+    assert recorded["torch"] == torch.__version__
+
+
+def test_environment_when_git_hangs(monkeypatch):
+    def hang(args, **kwargs):
+        raise subprocess.TimeoutExpired(args, kwargs.get("timeout"))
+
+    monkeypatch.setattr(config_module.subprocess, "run", hang)
+    assert environment()["git_commit"] is None

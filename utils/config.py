@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import platform
+import subprocess
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+
+import torch
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ class RunConfig:
 
 
 def make_run_dir(config: RunConfig, root: str | Path | None = None, name: str = "run") -> Path:
-    """Create `<root>/<YYYYmmdd-HHMMSS>-<name>/` holding config.json; return its path.
+    """Create `<root>/<YYYYmmdd-HHMMSS>-<name>/` holding config.json and environment.json.
 
     `root` defaults to `config.runs_root`. A second run in the same second gets a numbered suffix
     instead of overwriting the first.
@@ -70,7 +74,33 @@ def make_run_dir(config: RunConfig, root: str | Path | None = None, name: str = 
             suffix += 1
             run_dir = root / f"{stamp}-{name}-{suffix}"
     save_config(config, run_dir / "config.json")
+    (run_dir / "environment.json").write_text(json.dumps(environment(), indent=2) + "\n")
     return run_dir
+
+
+def _git(*args: str) -> str | None:
+    """Output of `git <args>` in the current directory; None without git or outside a repository."""
+    try:
+        result = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):  # git not installed, or it hung
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
+def environment() -> dict:
+    """What else decides a run besides its config: torch and Python versions, the code's commit.
+
+    `git_commit` is the current directory's `git rev-parse HEAD` and `git_dirty` whether
+    uncommitted changes exist; both are None without git or outside a repository.
+    """
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain")
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "git_commit": commit.strip() if commit is not None else None,
+        "git_dirty": bool(status.strip()) if status is not None else None,
+    }
 
 
 def save_config(config: RunConfig, path: str | Path) -> Path:
