@@ -1,6 +1,5 @@
 """tools.bench: argument checks, spreads and ratios, the FLOP count, the report, and a --quick run."""
 
-import copy
 import json
 import math
 import subprocess
@@ -9,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from tools.bench import (
     BASELINE,
@@ -25,12 +23,10 @@ from tools.bench import (
     plot,
     summarize,
     training_flop_per_image,
-    tune,
     verdict,
 )
 from utils.batches import TensorBatches
 from utils.device import get_device
-from utils.models import SimpleCNN
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -276,23 +272,3 @@ def test_a_failing_path_is_reported_and_the_others_carry_on(monkeypatch):
         "bf16-compiled: failed while preparing (RuntimeError: compile broke)",
         "compiled: failed in round 1 (RuntimeError: index 6422592 is out of bounds)",
     ]
-
-
-def test_tune_keeps_the_function_and_the_gradients():
-    """ReLU after MaxPool, in place: the same logits and gradients, the same state_dict keys."""
-    torch.manual_seed(0)
-    plain = SimpleCNN(dropout=0.0)
-    tuned = tune(copy.deepcopy(plain))
-    assert list(tuned.state_dict()) == list(plain.state_dict())
-    assert [type(m).__name__ for m in tuned.features][2:4] == ["MaxPool2d", "ReLU"]
-    X, y = torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,))
-    losses = []
-    for model in (plain, tuned):
-        loss = nn.functional.cross_entropy(model(X), y)
-        loss.backward()
-        losses.append(loss)
-    assert torch.equal(losses[0], losses[1])
-    for p, q in zip(plain.parameters(), tuned.parameters(), strict=True):
-        assert torch.allclose(p.grad, q.grad, rtol=0, atol=1e-7)
-    with pytest.raises(TypeError, match="expected ReLU then MaxPool2d"):
-        tune(tuned)  # already tuned: the order no longer matches

@@ -44,3 +44,22 @@ def test_custom_number_of_classes_and_dropout():
     model = SimpleCNN(num_classes=3, dropout=0.5)
     assert model(torch.randn(1, 1, 28, 28)).shape == (1, 3)
     assert model.classifier[3].p == 0.5
+
+
+def test_relu_after_pool_is_the_same_function_with_the_same_keys():
+    torch.manual_seed(0)
+    plain, swapped = SimpleCNN(dropout=0.0), SimpleCNN(dropout=0.0, relu_after_pool=True)
+    assert list(swapped.state_dict()) == list(plain.state_dict())
+    swapped.load_state_dict(plain.state_dict())
+    assert [type(m).__name__ for m in swapped.features[:4]] == [
+        "Conv2d",
+        "BatchNorm2d",
+        "MaxPool2d",
+        "ReLU",
+    ]
+    x = torch.randn(8, 1, 28, 28)
+    torch.testing.assert_close(swapped(x), plain(x))
+    plain(x).square().sum().backward()
+    swapped(x).square().sum().backward()
+    for (name, p), q in zip(plain.named_parameters(), swapped.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, msg=name)

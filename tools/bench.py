@@ -176,7 +176,7 @@ class PathSpec:
     channels_last: bool = False
     bf16: bool = False
     compile_mode: str | None = None  # a torch.compile mode; None runs eagerly
-    tuned: bool = False  # ReLU after MaxPool (the same function), in-place ReLUs, fused Adam
+    tuned: bool = False  # SimpleCNN(relu_after_pool=True): the same function, chapter 05's model
     base: str | None = None
 
 
@@ -204,25 +204,6 @@ def sliced_path(
     )
 
 
-def tune(model: SimpleCNN) -> SimpleCNN:
-    """Apply each ReLU after its MaxPool instead of before, in place: the same function, less work.
-
-    ReLU and max pooling commute (max(relu(a), relu(b)) == relu(max(a, b))), so the logits and
-    the gradients do not change, but the ReLU (forward and backward) touches a quarter of the
-    elements, and in place it writes no new tensor.
-    """
-    features = model.features
-    for relu_at in (2, 6):  # Conv, BatchNorm, ReLU, MaxPool -> Conv, BatchNorm, MaxPool, ReLU
-        relu, pool = features[relu_at], features[relu_at + 1]
-        if not (isinstance(relu, nn.ReLU) and isinstance(pool, nn.MaxPool2d)):
-            raise TypeError(f"expected ReLU then MaxPool2d at features[{relu_at}]")
-        features[relu_at], features[relu_at + 1] = pool, relu
-    for module in model.modules():
-        if isinstance(module, nn.ReLU):
-            module.inplace = True
-    return model
-
-
 def plan_paths(
     native_bf16: bool, use_compile: bool, batches: Sequence[int] = OTHER_BATCHES
 ) -> tuple[list[PathSpec], list[str]]:
@@ -230,7 +211,7 @@ def plan_paths(
 
     Each path after the baseline changes one thing of its `base`, so each row of the report
     answers one question: does this change pay on this machine? Per precision: sliced batches of
-    chapter 05's size, the same at each of `batches`, tuned (see `tune`), and compiled.
+    chapter 05's size, the same at each of `batches`, with the ReLU after pooling (`tuned`), and compiled.
     """
     paths = [
         PathSpec("baseline", f"baseline: {BASELINE}", RECIPE_BATCH, RECIPE_LR, "recipe"),
@@ -253,7 +234,7 @@ def plan_paths(
     if not use_compile:
         skipped.append("torch.compile paths: left out (--no-compile)")
     for key, precision, bf16, base in precisions:
-        first = "chapter 05's loader: cached tensors sliced into shuffled batches, channels_last"
+        first = "chapter 05's loader: cached tensors sliced into shuffled batches, channels_last, ReLU before pooling"
         label = f"{first if not bf16 else 'sliced batches'}, {precision}"
         paths.append(sliced_path(key, label, base, bf16))
         for batch in sorted(set(batches) - {CHAPTER05_BATCH}):
@@ -261,7 +242,7 @@ def plan_paths(
                 f"sliced batches, {precision}, batch {batch}, learning rate {scaled_lr(batch):g}"
             )
             paths.append(sliced_path(f"{key}-{batch}", label, key, bf16, batch))
-        label = f"sliced batches, {precision}, tuned: ReLU after MaxPool, in place; fused Adam"
+        label = f"sliced batches, {precision}, ReLU after pooling (chapter 05's model)"
         paths.append(sliced_path(f"{key}-tuned", label, key, bf16, tuned=True))
         if use_compile:
             compiled = "compiled" if key == "sliced" else f"{key}-compiled"
@@ -309,10 +290,7 @@ class PathRun:
     ):
         self.spec, self.loader, self.device = spec, loader, device
         set_seed(seed)  # every path starts from the same weights
-        self.model = SimpleCNN()
-        if spec.tuned:
-            self.model = tune(self.model)
-        self.model = self.model.to(device)
+        self.model = SimpleCNN(relu_after_pool=spec.tuned).to(device)
         if spec.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
         self.runner = self.model
@@ -328,9 +306,7 @@ class PathRun:
         self.result = PathResult(spec)
         if spec.compile_mode is not None:
             self.result.compile_s = self.warm_up()
-        # fused=True: one kernel for the whole update instead of a few per parameter group.
-        fused = {"fused": True} if spec.tuned else {}
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=spec.lr, **fused)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=spec.lr)
 
     def warm_up(self) -> float:
         """Compile on one real batch of every shape the epochs use; restore the initial weights."""
