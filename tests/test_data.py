@@ -88,6 +88,21 @@ def test_no_data_anywhere_names_all_three_fixes(tmp_path):
     assert "internet" in message and "download" in message  # 3. torchvision's download
 
 
+def test_no_data_message_names_the_real_system_location_apart_from_the_searched_one(tmp_path):
+    searched = tmp_path / "absent"
+    with pytest.raises(DataError) as info:
+        find_fashion_mnist(tmp_path, system_dir=searched, download=False)
+    message = str(info.value)
+    searched_line, apt_line = (
+        next(line for line in message.splitlines() if line.startswith(start))
+        for start in ("Searched:", "  2. install")
+    )
+    assert f"{searched}/" in searched_line  # the folder this call looked in
+    assert str(searched) not in message.split("  2. install", 1)[1]  # not where apt puts files
+    follow_up = message.split(apt_line, 1)[1].splitlines()[1]
+    assert f"{data.SYSTEM_DIR.as_posix()}/" in follow_up  # where the package really puts them
+
+
 def test_failed_download_is_reported(tmp_path, monkeypatch):
     def no_network(root):
         raise OSError("Network is unreachable")

@@ -118,11 +118,13 @@ def find_fashion_mnist(
         if _has_files(raw_dir):
             return DataSource(raw_dir, "download")
     raise DataError(
-        f"Fashion-MNIST was not found and could not be fetched ({problem}). Any one of these fixes it:\n"
+        f"Fashion-MNIST was not found and could not be fetched ({problem}).\n"
+        f"Searched: {raw_dir}/ (the four files or their .gz) and {system_dir}/ (a system copy).\n"
+        "Any one of these fixes it:\n"
         f"  1. put the four files {', '.join(_all_files())} (or their .gz) in {raw_dir}/\n"
         f"     (or point FASHION_MNIST_ROOT at a folder that has FashionMNIST/raw/ inside);\n"
-        f"  2. install the system copy: sudo apt install dataset-fashion-mnist "
-        f"(it puts the files in {system_dir}/);\n"
+        f"  2. install the system copy: sudo apt install dataset-fashion-mnist (the package puts\n"
+        f"     the files in {SYSTEM_DIR.as_posix()}/, searched unless you pass another system_dir);\n"
         "  3. connect to the internet and run again: torchvision downloads the data itself."
     )
 
