@@ -20,7 +20,15 @@ from utils.ddp_launch import (
     shard_batches,
     torchrun_command,
 )
-from utils.distributed import Process, build_model, pick_backend, save_and_reload
+from utils.distributed import (
+    Process,
+    average_gradients,
+    broadcast_parameters,
+    build_model,
+    check_sync_bn,
+    pick_backend,
+    save_and_reload,
+)
 
 TRAIN_LIMIT, BATCH_SIZE, NUM_STEPS, LR, SEED = 256, 16, 3, 0.1, 0
 
@@ -62,9 +70,28 @@ def test_build_model_is_seeded():
         build_model("resnet", 0)
 
 
+def test_build_model_leaves_the_global_random_state_alone():
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    build_model("mlp", 7)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_sync_bn_is_refused_without_gpus_with_a_clear_message():
+    check_sync_bn(False, "gloo")  # no --sync-bn: nothing to check
+    check_sync_bn(True, "nccl")  # one GPU per rank: allowed
+    with pytest.raises(ValueError) as error:
+        check_sync_bn(True, "gloo")
+    message = str(error.value)
+    assert message.startswith("--sync-bn needs GPUs: SyncBatchNorm runs only on GPU tensors")
+    assert "gloo backend" in message and "Drop --sync-bn" in message and "--backend nccl" in message
+
+
 def test_parse_args_rejects_bad_values(capsys):
     args = parse_args(["--out", "x", "--steps", "2"])
     assert args.steps == 2 and args.accum_steps == 1 and args.backend == "auto"
+    assert not args.by_hand and not args.sync_bn and parse_args(["--out", "x", "--by-hand"]).by_hand
     with pytest.raises(SystemExit):
         parse_args(["--out", "x", "--batch-size", "0"])
     assert "--batch-size must be >= 1, got 0" in capsys.readouterr().err
@@ -139,6 +166,17 @@ def test_save_and_reload_writes_module_weights_and_loads_them_into_a_fresh_model
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]  # no temporary file left
 
 
+def test_by_hand_collectives_in_a_group_of_one(one_rank_group):
+    model = build_model("mlp", 1)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    broadcast_parameters(model)  # rank 0 broadcasts to itself: nothing changes
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    model(torch.ones(2, 1, 28, 28)).sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    average_gradients(model, world_size=1)  # the sum over one rank, divided by 1
+    assert all(torch.equal(g, p.grad) for g, p in zip(grads, model.parameters(), strict=True))
+
+
 @pytest.mark.slow  # starts Python processes that import torch
 def test_running_without_torchrun_explains_how():
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -195,6 +233,11 @@ def test_two_gloo_ranks_with_no_sync_match_one_large_batch(tmp_path):
 
     reference, reference_losses = reference_run(BATCH_SIZE)
     start = build_model("mlp", SEED).state_dict()
+    for name, tensor in start.items():  # each rank built its own seed; DDP copied rank 0's weights
+        assert not torch.equal(ranks[1]["before_wrap"][name], tensor), name
+        assert torch.equal(ranks[0]["before_wrap"][name], tensor), name
+        assert all(torch.equal(rank["after_wrap"][name], tensor) for rank in ranks), name
+    assert all(len(rank["step_seconds"]) == NUM_STEPS for rank in ranks)
     for name, expected in reference.state_dict().items():
         got = ranks[0]["state_dict"][name]
         assert (got - start[name]).abs().max() > 1e-3  # training moved the weights

@@ -38,9 +38,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--train-limit", type=int, default=1024, help="first N training images")
     parser.add_argument("--lr", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="rank r builds its model with seed + r; data order"
+    )
     parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
-    parser.add_argument("--sync-bn", action="store_true", help="convert BatchNorm to SyncBatchNorm")
+    parser.add_argument(
+        "--sync-bn", action="store_true", help="convert BatchNorm to SyncBatchNorm (GPUs only)"
+    )
+    parser.add_argument(
+        "--by-hand", action="store_true", help="no DDP: broadcast and all-reduce explicitly"
+    )
     args = parser.parse_args(argv)
     for name in ("steps", "batch_size", "accum_steps", "train_limit"):
         if getattr(args, name) < 1:

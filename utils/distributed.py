@@ -7,9 +7,13 @@ This module is what each rank runs; start it with torchrun, here two CPU process
     python -m torch.distributed.run --standalone --nproc-per-node=2 -m utils.distributed \\
         --out runs/ddp --steps 5 --batch-size 32
 
-Rank 0 saves the trained weights to `checkpoint.pt` under --out and every rank loads them back.
-Each rank writes `rank<r>.pt` there: final and reloaded weights, losses and the sample indices it
-saw. `utils.ddp_launch.launch` runs the command above from Python.
+Each rank builds its model with its own seed (`--seed` + rank), so the copies start different
+and DDP's first broadcast of rank 0's weights is visible. Rank 0 saves the trained weights to
+`checkpoint.pt` under --out and every rank loads them back. Each rank writes `rank<r>.pt` there:
+its weights before and right after wrapping, the final and reloaded weights, losses, the sample
+indices it saw and the time of each step. `utils.ddp_launch.launch` runs the command above from
+Python. With `--by-hand` the script replaces DDP by a few explicit collectives (a broadcast of the
+parameters, then an all-reduce of every gradient): the exercise "write your own DDP".
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from contextlib import nullcontext
 from datetime import timedelta
+from itertools import pairwise
 from typing import NamedTuple
 
 import torch
@@ -42,13 +48,41 @@ class Process(NamedTuple):
 
 
 def build_model(name: str, seed: int) -> nn.Module:
-    """A freshly initialised MLP or SimpleCNN; the same seed gives the same weights in every process."""
+    """A freshly initialised MLP or SimpleCNN; the same seed gives the same weights in every process.
+
+    The global random state is left as it was (the seed applies inside `fork_rng` only).
+    """
     from utils.models import MLP, SimpleCNN
 
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
-    torch.manual_seed(seed)
-    return MLP() if name == "mlp" else SimpleCNN()
+    with torch.random.fork_rng(devices=[]):  # CPU generator only: models are built on the CPU
+        torch.manual_seed(seed)
+        return MLP() if name == "mlp" else SimpleCNN()
+
+
+def check_sync_bn(sync_bn: bool, backend: str) -> None:
+    """Refuse --sync-bn where SyncBatchNorm cannot run: it needs GPU tensors, so the nccl backend."""
+    if sync_bn and backend != "nccl":
+        raise ValueError(
+            f"--sync-bn needs GPUs: SyncBatchNorm runs only on GPU tensors, and this run uses the "
+            f"{backend} backend on the CPU. Drop --sync-bn (each rank then normalises over its own "
+            "shard), or run with one GPU per rank (--backend nccl)."
+        )
+
+
+def broadcast_parameters(model: nn.Module) -> None:
+    """By hand: copy rank 0's parameters and buffers to every rank, as DDP(model) does once."""
+    for tensor in [*model.parameters(), *model.buffers()]:
+        dist.broadcast(tensor.data, src=0)
+
+
+def average_gradients(model: nn.Module, world_size: int) -> None:
+    """By hand: replace every gradient by its mean over the ranks, as DDP does during backward."""
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad)  # the sum over ranks, on every rank
+            p.grad /= world_size
 
 
 def pick_backend(requested: str, local_world_size: int) -> str:
@@ -89,42 +123,55 @@ def make_loader(args: argparse.Namespace, world_size: int) -> DataLoader:
 
 
 def train_steps(
-    ddp_model: DDP, loader: DataLoader, args: argparse.Namespace, proc: Process
+    ddp_model: nn.Module, loader: DataLoader, args: argparse.Namespace, proc: Process
 ) -> dict:
-    """`args.steps` SGD steps of `args.accum_steps` micro-batches each; losses and indices seen."""
+    """`args.steps` SGD steps of `args.accum_steps` micro-batches each; losses, indices, step times.
+
+    `ddp_model` is the DDP-wrapped model, or with --by-hand the plain one (gradients averaged here).
+    """
     optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
-    losses, indices_seen = [], []
+    losses, indices_seen, step_ends = [], [], [time.perf_counter()]
     micro, epoch, step_loss = 0, 0, 0.0
     while len(losses) < args.steps:
         loader.sampler.set_epoch(epoch)  # DDP: a new shuffle each epoch, the same on every rank
         for xb, yb, idx in loader:
             micro += 1
             last_micro = micro % args.accum_steps == 0
-            with nullcontext() if last_micro else ddp_model.no_sync():  # DDP: sync on last only
+            skip_sync = not last_micro and not args.by_hand
+            with ddp_model.no_sync() if skip_sync else nullcontext():  # DDP: sync on last only
                 loss = loss_fn(ddp_model(xb.to(proc.device)), yb.to(proc.device)) / args.accum_steps
                 loss.backward()
             step_loss += loss.item()
             indices_seen.append(idx)
             if not last_micro:
                 continue
+            if args.by_hand:
+                average_gradients(ddp_model, proc.world_size)  # what DDP's backward hooks do
             optimizer.step()
             optimizer.zero_grad()
+            # Logging every step keeps this demo checkable; a real job all-reduces and calls .item()
+            # (which waits for the device) only every N steps, and prints on rank 0 only.
             mean_loss = torch.tensor([step_loss], device=proc.device)
             dist.all_reduce(mean_loss)  # DDP: sum over ranks, for logging only
             losses.append(mean_loss.item() / proc.world_size)
+            step_ends.append(time.perf_counter())
             step_loss = 0.0
             if len(losses) == args.steps:
                 break
         epoch += 1
-    return {"losses": losses, "indices": indices_seen}
+    step_seconds = [b - a for a, b in pairwise(step_ends)]
+    return {"losses": losses, "indices": indices_seen, "step_seconds": step_seconds}
 
 
 def save_and_reload(ddp_model: DDP, args: argparse.Namespace, proc: Process) -> dict:
     """Rank 0 saves the weights, all ranks wait, then each loads them into a fresh model."""
     path = args.out / "checkpoint.pt"
+    module = getattr(ddp_model, "module", ddp_model)  # the plain model (--by-hand has no wrapper)
     if proc.rank == 0:  # DDP: one writer; .module drops DDP's "module." key prefix
-        atomic_save(ddp_model.module.state_dict(), path)
+        atomic_save(module.state_dict(), path)
+    # The other ranks wait here at most the group's timeout (60 s, set in join_group): a checkpoint
+    # that takes longer to write turns this barrier into an error, so raise it for big models.
     dist.barrier()  # DDP: nobody reads before rank 0 has finished writing
     restored = build_model(args.model, seed=args.seed + 1 + proc.rank)  # other weights per rank
     restored = restored.to(proc.device)
@@ -138,26 +185,40 @@ def save_and_reload(ddp_model: DDP, args: argparse.Namespace, proc: Process) -> 
     }
 
 
+def cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A detached CPU copy of the model's state_dict, to save in the rank's result file."""
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+
+
 def train(args: argparse.Namespace) -> dict:
     """Body of one rank: the single-device loop plus the lines marked DDP."""
     proc = join_group(args.backend)
     try:
+        check_sync_bn(args.sync_bn, proc.backend)
         loader = make_loader(args, proc.world_size)
-        model = build_model(args.model, args.seed)
+        # A different seed per rank, so the copies start different: DDP makes them equal.
+        model = build_model(args.model, args.seed + proc.rank)
         if args.sync_bn:
             model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
         model = model.to(proc.device)
-        device_ids = [proc.local_rank] if proc.backend == "nccl" else None  # DDP on GPUs
-        ddp_model = DDP(model, device_ids=device_ids)  # DDP: wrap the model
+        before_wrap = cpu_state(model)
+        if args.by_hand:
+            broadcast_parameters(model)  # what DDP(model) does once, when it wraps
+            ddp_model = model
+        else:
+            device_ids = [proc.local_rank] if proc.backend == "nccl" else None  # DDP on GPUs
+            ddp_model = DDP(model, device_ids=device_ids)  # DDP: wrap; copies rank 0's weights
+        after_wrap = cpu_state(model)
         history = train_steps(ddp_model, loader, args, proc)
         reloaded = save_and_reload(ddp_model, args, proc)
     finally:
         dist.destroy_process_group()  # DDP: leave the group, also after an error
-    trained = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     return {
         **proc._asdict(),
         "device": str(proc.device),
-        "state_dict": trained,
+        "before_wrap": before_wrap,
+        "after_wrap": after_wrap,
+        "state_dict": cpu_state(model),
         **history,
         **reloaded,
     }
