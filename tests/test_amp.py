@@ -55,8 +55,15 @@ def test_cpu_gets_bfloat16_without_a_scaler_native_or_not(monkeypatch, native):
     monkeypatch.setattr(utils.amp, "cpu_native_bfloat16", lambda: native)
     policy = amp_policy(torch.device("cpu"))
     assert (policy.dtype, policy.use_scaler, policy.native) == (torch.bfloat16, False, native)
-    assert amp_setup("cpu") == (torch.bfloat16, None)
     assert ("emulated" in policy.reason) is not native
+    # Emulated bfloat16 is slower than float32: the policy says so and amp_setup stays in float32.
+    assert policy.enabled is native
+    assert amp_setup("cpu") == ((torch.bfloat16, None) if native else (None, None))
+
+
+def test_every_gpu_policy_is_enabled(monkeypatch):
+    _fake_cuda(monkeypatch, bf16_native=False, capability=(6, 1))  # even without tensor cores
+    assert all(amp_policy(kind).enabled for kind in ("cuda", "mps", "xpu"))
 
 
 def test_cpu_policy_reports_this_machine():
@@ -91,6 +98,21 @@ def _setup(seed=0):
     loader = DataLoader(data, batch_size=8, shuffle=False)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     return model, loader, optimizer
+
+
+def test_amp_setup_float32_fallback_is_a_plain_epoch(monkeypatch):
+    monkeypatch.setattr(utils.amp, "cpu_native_bfloat16", lambda: False)
+    dtype, scaler = amp_setup("cpu")
+    model_a, loader, opt_a = _setup()
+    loss_a = train_one_epoch(model_a, loader, nn.CrossEntropyLoss(), opt_a, "cpu")
+    model_b, loader, opt_b = _setup()
+    loss_b = train_one_epoch(
+        model_b, loader, nn.CrossEntropyLoss(), opt_b, "cpu", autocast_dtype=dtype, scaler=scaler
+    )
+    assert loss_a == loss_b
+    assert all(
+        torch.equal(a, b) for a, b in zip(model_a.parameters(), model_b.parameters(), strict=True)
+    )
 
 
 def test_float32_path_matches_plain_epoch():

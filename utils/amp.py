@@ -2,6 +2,7 @@
 
 The policy: bfloat16 without a scaler wherever the device computes bfloat16 (CUDA GPUs from compute
 capability 8.0 and ROCm, Intel XPUs, CPUs), float16 with a `GradScaler` on older CUDA GPUs and MPS.
+A CPU that would only emulate bfloat16 (slower than float32) is better left in float32: `enabled`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class AmpPolicy:
     use_scaler: bool  # float16 needs loss scaling (small exponent range); bfloat16 does not
     native: bool  # False: the hardware emulates `dtype`, so autocast may be slower than float32
     reason: str
+    enabled: bool = True  # train with autocast here? False: stay in float32 (emulated bfloat16 CPU)
 
 
 def amp_policy(device: torch.device | str) -> AmpPolicy:
@@ -47,7 +49,11 @@ def amp_policy(device: torch.device | str) -> AmpPolicy:
         if cpu_native_bfloat16():
             return AmpPolicy(torch.bfloat16, False, True, "CPU with native bfloat16")
         return AmpPolicy(
-            torch.bfloat16, False, False, "CPU without bfloat16 instructions: emulated, slow"
+            torch.bfloat16,
+            False,
+            False,
+            "CPU without bfloat16 instructions: emulated, slower than float32",
+            enabled=False,
         )
     raise ValueError(
         f"No autocast type known for device {kind!r}; use one of {', '.join(DEVICE_TYPES)}, "
@@ -61,7 +67,10 @@ def autocast_dtype(device: torch.device | str) -> torch.dtype:
 
 
 def make_grad_scaler(device: torch.device | str, dtype: torch.dtype) -> torch.amp.GradScaler:
-    """A `torch.amp.GradScaler` that is enabled only for float16, the type whose gradients underflow."""
+    """A `torch.amp.GradScaler` enabled only for float16, the type whose gradients underflow.
+
+    Disabled, it passes the loss through and just calls `optimizer.step()`: one code path for all types.
+    """
     if dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(
             f"dtype must be torch.float16 or torch.bfloat16 (the autocast types), got {dtype}"
@@ -69,11 +78,16 @@ def make_grad_scaler(device: torch.device | str, dtype: torch.dtype) -> torch.am
     return torch.amp.GradScaler(torch.device(device).type, enabled=dtype == torch.float16)
 
 
-def amp_setup(device: torch.device | str) -> tuple[torch.dtype, torch.amp.GradScaler | None]:
+def amp_setup(
+    device: torch.device | str,
+) -> tuple[torch.dtype | None, torch.amp.GradScaler | None]:
     """`(autocast dtype, scaler)` for training on `device`: a fresh GradScaler for float16, else None.
 
-    Pass both to `utils.train.train_one_epoch(..., autocast_dtype=dtype, scaler=scaler)`.
+    `(None, None)` (plain float32) where the policy is not `enabled`. Pass both to
+    `utils.train.train_one_epoch(..., autocast_dtype=dtype, scaler=scaler)`.
     """
     policy = amp_policy(device)
+    if not policy.enabled:
+        return None, None
     scaler = torch.amp.GradScaler(torch.device(device).type) if policy.use_scaler else None
     return policy.dtype, scaler
