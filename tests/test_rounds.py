@@ -50,6 +50,8 @@ def test_savings_break_even_and_verdict():
 def test_one_figure_rounds_as_asked():
     assert one_figure(1234) == "1,000" and one_figure(1234, math.ceil) == "2,000"
     assert one_figure(0.0345) == "0.03" and one_figure(0.0345, math.ceil) == "0.04"
+    assert one_figure(0.3, math.floor) == "0.3" and one_figure(0.7, math.floor) == "0.7"
+    assert one_figure(0.07, math.ceil) == "0.07"
     with pytest.raises(ValueError, match="positive"):
         one_figure(0.0)
 
@@ -65,4 +67,17 @@ def test_break_even_text_says_what_the_rounds_support():
     assert (
         break_even_text(1.0, 1.0, 1.0, unit="epochs")
         == "after about 1 epoch (all rounds agree to one figure)"
+    )
+
+
+def test_break_even_is_at_least_one_call_and_keys_can_be_named():
+    times = {"default": [[0.010]], "graphs": [[0.004]]}
+    assert break_even(0.001, times, "default", "graphs") == (
+        1.0,
+        1.0,
+        1.0,
+    )  # a warm start: pays at once
+    assert verdict(times, "default", "graphs") == "graphs faster in all 1 rounds"
+    assert break_even_text(1.0, 1.0, math.inf, unit="epochs").startswith(
+        "between 1 epoch and never"
     )

@@ -59,17 +59,19 @@ def round_savings(
     return [statistics.median(b) - statistics.median(o) for b, o in pairs]
 
 
-def break_even(first_s: float, times: dict[str, Rounds]) -> tuple[float, float, float]:
+def break_even(
+    first_s: float, times: dict[str, Rounds], base: str = "eager", other: str = "compiled"
+) -> tuple[float, float, float]:
     """Calls after which compiling has paid off: (median round, best round, worst round).
 
     n calls cost n * e eager and first + (n - 1) * c compiled (the first call also did one call's
-    work), so they cross at n = 1 + (first - e) / (e - c). math.inf (never) where a round's
-    compiled call was not faster.
+    work), so they cross at n = 1 + (first - e) / (e - c), at least 1. math.inf (never) where a
+    round's compiled call was not faster.
     """
-    eager_s, savings = statistics.median(pooled(times["eager"])), round_savings(times)
+    eager_s, savings = statistics.median(pooled(times[base])), round_savings(times, base, other)
 
     def calls(saved_s: float) -> float:
-        return 1 + (first_s - eager_s) / saved_s if saved_s > 0 else math.inf
+        return max(1.0, 1 + (first_s - eager_s) / saved_s) if saved_s > 0 else math.inf
 
     return calls(statistics.median(savings)), calls(max(savings)), calls(min(savings))
 
@@ -79,7 +81,7 @@ def one_figure(x: float, rounding: Callable[[float], float] = round) -> str:
     if not x > 0:
         raise ValueError(f"one_figure needs a positive number, got {x}")
     scale = 10 ** math.floor(math.log10(x))
-    value = rounding(x / scale) * scale
+    value = rounding(round(x / scale, 9)) * scale  # round(..., 9): 0.3 / 0.1 is 2.9999999999999996
     return f"{value:,.0f}" if value >= 1 else f"{value:.{-math.floor(math.log10(scale))}f}"
 
 
@@ -89,7 +91,9 @@ def break_even_text(central: float, low: float, high: float, unit: str = "calls"
     if low == math.inf:
         return "never: compiled was not faster in any round"
     if high == math.inf:
-        return f"between {one_figure(low, math.floor)} {unit} and never (compiled was not faster in every round)"
+        low_text = one_figure(low, math.floor)
+        low_unit = unit[:-1] if low_text == "1" else unit  # "1 epoch", "2 epochs"
+        return f"between {low_text} {low_unit} and never (compiled was not faster in every round)"
     low_text, high_text = one_figure(low, math.floor), one_figure(high, math.ceil)
     if high / low > 2:
         return f"between {low_text} and {high_text} {unit} (the rounds disagree by more than 2x)"
@@ -102,12 +106,12 @@ def break_even_text(central: float, low: float, high: float, unit: str = "calls"
     return f"after about {central_text} {unit_text} ({rounds_text})"
 
 
-def verdict(times: dict[str, Rounds]) -> str:
+def verdict(times: dict[str, Rounds], base: str = "eager", other: str = "compiled") -> str:
     """'faster in all rounds', 'slower in all rounds', or within the noise (the rounds disagree)."""
-    savings = round_savings(times)
+    savings = round_savings(times, base, other)
     faster = sum(saved > 0 for saved in savings)
     if faster == len(savings):
-        return f"compiled faster in all {len(savings)} rounds"
+        return f"{other} faster in all {len(savings)} rounds"
     if faster == 0:
-        return f"compiled slower in all {len(savings)} rounds"
-    return f"within the noise: compiled faster in {faster} of {len(savings)} rounds"
+        return f"{other} slower in all {len(savings)} rounds"
+    return f"within the noise: {other} faster in {faster} of {len(savings)} rounds"
