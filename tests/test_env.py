@@ -27,6 +27,32 @@ def test_report_has_a_working_cpu():
 
 def test_tensor_op_check_compares_with_cpu():
     assert check_tensor_op(torch.device("cpu"))
+    row_sums, product = env.tensor_op_results(torch.device("cpu"))
+    assert row_sums.tolist() == [16.0, 48.0, 80.0]  # (2x + 1) summed over each row of 0..11
+    assert product.tolist() == [[14.0, 38.0, 62.0], [38.0, 126.0, 214.0], [62.0, 214.0, 366.0]]
+
+
+def test_tensor_op_check_demands_exact_equality(monkeypatch):
+    """A device off in the last bit, or right on the matmul but wrong on the reduction, fails."""
+    cpu_results = env.tensor_op_results(torch.device("cpu"))
+
+    def faulty(row_sums_error: float, product_error: float):
+        def results(device: torch.device):
+            if device.type == "cpu":
+                return cpu_results
+            row_sums, product = cpu_results
+            return row_sums + row_sums_error, product + product_error
+
+        return results
+
+    fake_gpu = torch.device("cuda")
+    monkeypatch.setattr(env, "tensor_op_results", faulty(0.0, 0.0))
+    assert check_tensor_op(fake_gpu)
+    monkeypatch.setattr(env, "tensor_op_results", faulty(0.0, 1e-5))
+    assert torch.allclose(cpu_results[1] + 1e-5, cpu_results[1])  # allclose would pass it
+    assert not check_tensor_op(fake_gpu)
+    monkeypatch.setattr(env, "tensor_op_results", faulty(1.0, 0.0))  # only the reduction is wrong
+    assert not check_tensor_op(fake_gpu)
 
 
 def test_command_line_report():

@@ -68,12 +68,27 @@ def kernel_support(capability: tuple[int, int], arch_list: list[str]) -> str:
     return "none"
 
 
+def tensor_op_results(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Small-integer results computed on `device`, returned on the CPU: (row sums of 2x + 1, x @ x.T).
+
+    The tensor is created on the device; the elementwise op and the reduction run PyTorch's own
+    kernels, the matmul a vendor library (cuBLAS, rocBLAS, MPS), so a wheel without kernels for
+    this GPU fails here even where the library's matmul would work.
+    """
+    x = torch.arange(12.0, device=device).reshape(3, 4)
+    row_sums = (x * 2 + 1).sum(dim=1)
+    product = x @ x.T
+    return row_sums.cpu(), product.cpu()
+
+
 def check_tensor_op(device: torch.device) -> bool:
-    """Run a real computation on `device` and compare it with the CPU: True when they agree."""
-    a = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    expected = a @ a.T
-    on_device = (a.to(device) @ a.to(device).T).cpu()
-    return torch.allclose(on_device, expected)
+    """Run real computations on `device` and compare them with the CPU: True when exactly equal.
+
+    Every number involved is a small integer, exact in float32, so any difference is a fault.
+    """
+    on_device = tensor_op_results(device)
+    on_cpu = tensor_op_results(torch.device("cpu"))
+    return all(torch.equal(got, want) for got, want in zip(on_device, on_cpu, strict=True))
 
 
 def matmul_gflops(device: torch.device, n: int = 1024, repeat: int = 5) -> float:
