@@ -2,7 +2,9 @@
 
 The build runs `jupyter-book build --all -W --keep-going .` into `_build/` (any warning fails).
 The browser is Debian's chromium (`apt-get install chromium`) driven by Python playwright; the
-site is served on 127.0.0.1 from a thread. Screenshots land in `_build/screenshots/`.
+site is served on 127.0.0.1 from a thread. Screenshots land in `_build/screenshots/`. Without a
+Chromium the browser tests are skipped with a message naming what to install, except where the
+CI environment variable is set: there a missing browser fails them.
 
 Set BOOK_HTML_DIR=path/to/html to run the browser checks on an already built site (no build).
 """
@@ -31,6 +33,13 @@ from tests.helpers import REPO_ROOT, toc_files
 BUILD_DIR = REPO_ROOT / "_build"
 SCREENSHOT_DIR = BUILD_DIR / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_NAMES = ("chromium", "chromium-browser")  # looked up on PATH when CHROMIUM is absent
+MISSING_CHROMIUM = (
+    "no Chromium found (neither /usr/bin/chromium nor chromium or chromium-browser on PATH): "
+    "install it with `sudo apt-get install chromium` on Debian (elsewhere, your system's Chromium "
+    "package) to run the site's browser tests (they drive the system browser; never run "
+    "`playwright install`)"
+)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -46,8 +55,45 @@ ALLOWED_EXTERNAL = ("https://cdn.jsdelivr.net/npm/mathjax@",)
 SEARCH_WORD = "autograd"
 
 
+def find_chromium() -> str | None:
+    """The system Chromium: /usr/bin/chromium, else `chromium` or `chromium-browser` on PATH."""
+    if CHROMIUM.is_file():
+        return str(CHROMIUM)
+    return next((found for name in CHROMIUM_NAMES if (found := shutil.which(name))), None)
+
+
+def in_ci() -> bool:
+    """Whether the CI environment variable is set (CI services set CI=true; .ci/run runs there)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def chromium_or_skip() -> str:
+    """Chromium's path; without one, skip with an install hint, or fail under CI."""
+    executable = find_chromium()
+    if executable:
+        return executable
+    if in_ci():
+        pytest.fail(f"{MISSING_CHROMIUM}; CI is set, so a missing browser is a failure here")
+    pytest.skip(MISSING_CHROMIUM)
+
+
 def is_notebook(doc: str) -> bool:
     return (REPO_ROOT / f"{doc}.ipynb").is_file()
+
+
+def test_missing_chromium_skips_with_an_install_hint(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(globals(), "CHROMIUM", tmp_path / "no-chromium")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"sudo apt-get install chromium"):
+        chromium_or_skip()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=r"CI is set"):
+        chromium_or_skip()
+    monkeypatch.setattr(
+        shutil, "which", lambda name: f"fake-bin/{name}" if name == "chromium-browser" else None
+    )
+    assert chromium_or_skip() == "fake-bin/chromium-browser"
 
 
 # --- build and serve ---------------------------------------------------------------------------
@@ -120,15 +166,10 @@ def browser():
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail("playwright is not installed: run `pip install -r requirements.txt`")
-    executable = CHROMIUM if CHROMIUM.is_file() else shutil.which("chromium")
-    if not executable:
-        pytest.fail(
-            "chromium not found at /usr/bin/chromium: install it with `apt-get install chromium` "
-            "(the tests drive the system browser; never run `playwright install`)"
-        )
+    executable = chromium_or_skip()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=str(executable), headless=True, args=CHROMIUM_ARGS
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
         )
         yield browser
         browser.close()

@@ -125,7 +125,22 @@ def test_render_report_lists_times_setups_and_headlines(tmp_path: Path) -> None:
     )
     assert "Total: 15.3 s (0.3 min)" in report
     assert "executed on 2026-01-02 to 2026-01-03" in report
+    assert "measured only on the setups above" in report
+    assert "CUDA build" not in report  # neither setup is a "+cu" torch without a GPU
     assert report.count("```text\ntest accuracy 0.912\n```") == 3
+
+
+def test_render_report_explains_a_cuda_build_without_a_gpu(tmp_path: Path) -> None:
+    cpu_only = dict(RUN, torch="2.14.1+cu130")  # accelerator "none"
+    with_gpu = dict(cpu_only, accelerator="NVIDIA H100")
+    first = write(chapter("05 · CNN", run=cpu_only), tmp_path / "05_cnn.ipynb")
+    second = write(chapter("08 · AMP", run=with_gpu), tmp_path / "08_amp.ipynb")
+    report = run_report.render_report([first, second])
+    assert (
+        "Setup A's PyTorch, 2.14.1+cu130, is a CUDA build (the default wheel on Linux x86-64) on a "
+        "machine without a GPU: it ran everything on the CPU, as a CPU-only build would."
+    ) in report
+    assert "Setup B's" not in report  # the same build with a GPU needs no note
 
 
 def test_render_report_without_any_run(tmp_path: Path) -> None:

@@ -113,11 +113,29 @@ def _setup_lines(setups: list[tuple], runs: list[dict]) -> list[str]:
         lines.append(f"| {_letter(index)} | " + " | ".join(map(escape_markdown, setup)) + " |")
     dates = sorted({str(run["date"]) for run in runs})
     span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-    return lines + [
+    which = "the one setup above" if len(setups) == 1 else "the setups above"
+    lines += [
         "",
-        f"The notebooks were executed on {span}. The CPU instruction set matters: chapter 08's",
-        "result flips with it (bfloat16 is fast only where the CPU runs it natively).",
+        f"The notebooks were executed on {span}.",
+        "The CPU instruction set is recorded because speed ratios can depend on it: bfloat16",
+        "arithmetic is native only on CPUs with bfloat16 instructions and emulated elsewhere.",
+        f"Chapter 08's speed ratio was measured only on {which}, so on your machine it may come",
+        "out differently.",
     ]
+    notes = [note for setup in setups if (note := _cuda_on_cpu_note(setups, setup))]
+    return lines + ([""] + notes if notes else [])
+
+
+def _cuda_on_cpu_note(setups: list[tuple], setup: tuple) -> str | None:
+    """A sentence for a setup whose torch is a CUDA build ("+cu...") on a machine without a GPU."""
+    fields = dict(zip(SETUP_FIELDS, setup, strict=True))
+    if "+cu" not in fields["torch"] or fields["accelerator"] != "none":
+        return None
+    return (
+        f"Setup {_letter(setups.index(setup))}'s PyTorch, {escape_markdown(fields['torch'])}, is a "
+        "CUDA build (the default wheel on Linux x86-64) on a machine without a GPU: it ran "
+        "everything on the CPU, as a CPU-only build would."
+    )
 
 
 def render_report(notebooks: list[Path]) -> str:
