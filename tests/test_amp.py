@@ -11,30 +11,65 @@ from utils.cpu import cpu_native_bfloat16
 from utils.train import train_one_epoch
 
 
-def _fake_cuda(monkeypatch, bf16_native: bool, capability: tuple[int, int] = (7, 5)):
-    """Pretend a CUDA GPU is present: with bfloat16 tensor cores (bf16_native) or only emulation."""
+def _fake_cuda(monkeypatch, capability: tuple[int, int] = (7, 5), hip: str | None = None) -> list:
+    """Pretend a CUDA (or ROCm) GPU is present; returns the devices whose capability was asked."""
+    asked = []
 
-    def is_bf16_supported(including_emulation: bool = True) -> bool:
-        return bf16_native or including_emulation  # every CUDA GPU can *emulate* bfloat16
+    def get_device_capability(device=None):
+        asked.append(device)
+        return capability
 
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", is_bf16_supported)
+    monkeypatch.setattr(torch.version, "hip", hip)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", get_device_capability)
+    # Every CUDA GPU can *emulate* bfloat16: the policy must not go by this answer.
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    return asked
 
 
 def test_cuda_with_native_bfloat16_uses_it_without_a_scaler(monkeypatch):
-    _fake_cuda(monkeypatch, bf16_native=True, capability=(8, 0))
+    _fake_cuda(monkeypatch, capability=(8, 0))
     policy = amp_policy("cuda:1")
     assert (policy.dtype, policy.use_scaler, policy.native) == (torch.bfloat16, False, True)
+    assert policy.enabled
     assert autocast_dtype("cuda") is torch.bfloat16
 
 
-@pytest.mark.parametrize(("capability", "tensor_cores"), [((7, 5), True), ((6, 1), False)])
-def test_older_cuda_gets_float16_with_a_scaler(monkeypatch, capability, tensor_cores):
+def test_cuda_asks_the_capability_of_the_device_passed_in(monkeypatch):
+    asked = _fake_cuda(monkeypatch, capability=(9, 0))
+    amp_policy("cuda:1")
+    amp_policy(torch.device("cuda", 3))
+    assert asked == [torch.device("cuda:1"), torch.device("cuda:3")]
+
+
+@pytest.mark.parametrize("capability", [(7, 0), (7, 5)])
+def test_volta_and_turing_get_float16_with_a_scaler(monkeypatch, capability):
     # Emulated bfloat16 (torch.cuda.is_bf16_supported() is True on such GPUs) must not count.
-    _fake_cuda(monkeypatch, bf16_native=False, capability=capability)
+    _fake_cuda(monkeypatch, capability=capability)
     policy = amp_policy("cuda")
-    assert (policy.dtype, policy.use_scaler, policy.native) == (torch.float16, True, tensor_cores)
+    assert (policy.dtype, policy.use_scaler, policy.native) == (torch.float16, True, True)
+    assert policy.enabled
+    dtype, scaler = amp_setup("cuda")
+    assert dtype is torch.float16 and isinstance(scaler, torch.amp.GradScaler)
+
+
+@pytest.mark.parametrize("capability", [(6, 1), (6, 0), (5, 2)])
+def test_cuda_without_tensor_cores_stays_in_float32(monkeypatch, capability):
+    _fake_cuda(monkeypatch, capability=capability)
+    policy = amp_policy("cuda")
+    assert (policy.dtype, policy.use_scaler, policy.native) == (torch.float16, True, False)
+    assert not policy.enabled
+    assert f"compute capability {capability[0]}.{capability[1]}" in policy.reason
+    assert "no tensor cores" in policy.reason
+    assert amp_setup("cuda") == (None, None)
+
+
+def test_rocm_gets_bfloat16_without_asking_the_capability(monkeypatch):
+    asked = _fake_cuda(monkeypatch, capability=(6, 0), hip="6.2")
+    policy = amp_policy("cuda")
+    assert (policy.dtype, policy.use_scaler, policy.enabled) == (torch.bfloat16, False, True)
+    assert "ROCm" in policy.reason
+    assert asked == []
 
 
 def test_mps_gets_float16_with_a_scaler():
@@ -61,8 +96,8 @@ def test_cpu_gets_bfloat16_without_a_scaler_native_or_not(monkeypatch, native):
     assert amp_setup("cpu") == ((torch.bfloat16, None) if native else (None, None))
 
 
-def test_every_gpu_policy_is_enabled(monkeypatch):
-    _fake_cuda(monkeypatch, bf16_native=False, capability=(6, 1))  # even without tensor cores
+def test_gpus_with_tensor_cores_are_enabled(monkeypatch):
+    _fake_cuda(monkeypatch, capability=(7, 0))
     assert all(amp_policy(kind).enabled for kind in ("cuda", "mps", "xpu"))
 
 

@@ -2,7 +2,8 @@
 
 The policy: bfloat16 without a scaler wherever the device computes bfloat16 (CUDA GPUs from compute
 capability 8.0 and ROCm, Intel XPUs, CPUs), float16 with a `GradScaler` on older CUDA GPUs and MPS.
-A CPU that would only emulate bfloat16 (slower than float32) is better left in float32: `enabled`.
+A device where 16 bits would be slower than float32 (a CPU that only emulates bfloat16, a CUDA GPU
+without tensor cores, compute capability below 7.0) is better left in float32: `enabled`.
 """
 
 from __future__ import annotations
@@ -24,21 +25,34 @@ class AmpPolicy:
     use_scaler: bool  # float16 needs loss scaling (small exponent range); bfloat16 does not
     native: bool  # False: the hardware emulates `dtype`, so autocast may be slower than float32
     reason: str
-    enabled: bool = True  # train with autocast here? False: stay in float32 (emulated bfloat16 CPU)
+    enabled: bool = (
+        True  # train with autocast here? False: stay in float32 (16 bits would be slower)
+    )
 
 
 def amp_policy(device: torch.device | str) -> AmpPolicy:
     """The book's mixed-precision choice for `device`: bfloat16 where supported, else float16 + scaler."""
-    kind = torch.device(device).type
+    device = torch.device(device)
+    kind = device.type
     if kind == "cuda":
-        if torch.cuda.is_bf16_supported(including_emulation=False):  # compute capability 8.0+, ROCm
+        # ROCm: torch.cuda.is_bf16_supported() is True for any HIP build (it does not ask the GPU).
+        # The policy follows it.
+        if torch.version.hip:
+            return AmpPolicy(torch.bfloat16, False, True, "ROCm GPU: bfloat16")
+        major, minor = torch.cuda.get_device_capability(device)  # this device, not the current one
+        if major >= 8:  # Ampere and newer; what is_bf16_supported(including_emulation=False) asks
             return AmpPolicy(torch.bfloat16, False, True, "CUDA GPU with bfloat16 tensor cores")
-        tensor_cores = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 7
+        if major >= 7:  # Volta, Turing: float16 tensor cores
+            return AmpPolicy(
+                torch.float16, True, True, "CUDA GPU without bfloat16: float16 with loss scaling"
+            )
         return AmpPolicy(
             torch.float16,
             True,
-            tensor_cores,
-            "CUDA GPU without bfloat16: float16 with loss scaling",
+            False,
+            f"CUDA GPU of compute capability {major}.{minor}: no tensor cores, float16 is rarely "
+            "faster than float32",
+            enabled=False,
         )
     if kind == "xpu":
         return AmpPolicy(torch.bfloat16, False, True, "Intel GPU: bfloat16")
