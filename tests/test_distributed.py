@@ -25,6 +25,7 @@ from utils.distributed import (
     average_gradients,
     broadcast_parameters,
     build_model,
+    by_hand_functions,
     check_sync_bn,
     pick_backend,
     save_and_reload,
@@ -95,6 +96,14 @@ def test_parse_args_rejects_bad_values(capsys):
     with pytest.raises(SystemExit):
         parse_args(["--out", "x", "--batch-size", "0"])
     assert "--batch-size must be >= 1, got 0" in capsys.readouterr().err
+    assert (
+        args.timeout_s == 60 and args.by_hand_from is None and args.skip_collective_on_rank is None
+    )
+    mine = parse_args(["--out", "x", "--by-hand-from", "my_ddp.py", "--timeout-s", "3"])
+    assert mine.by_hand and mine.by_hand_from.name == "my_ddp.py" and mine.timeout_s == 3
+    with pytest.raises(SystemExit):
+        parse_args(["--out", "x", "--timeout-s", "0"])
+    assert "--timeout-s must be > 0, got 0.0" in capsys.readouterr().err
 
 
 def test_pick_backend():
@@ -112,13 +121,13 @@ def test_torchrun_command():
 
 @pytest.mark.parametrize(
     ("platform", "ifname", "libuv"),
-    [("linux", "lo", None), ("win32", None, "0"), ("darwin", None, None)],
+    [("linux", "lo", None), ("win32", None, "0"), ("darwin", "lo0", None)],
 )
 def test_launch_env_per_platform(monkeypatch, platform, ifname, libuv):
     monkeypatch.setattr(sys, "platform", platform)
     env = launch_env({"PATH": "/bin", "OMP_NUM_THREADS": "8"})
     assert env["PATH"] == "/bin" and env["OMP_NUM_THREADS"] == "1"  # one thread per rank
-    assert env["MASTER_ADDR"] == "127.0.0.1"
+    assert "MASTER_ADDR" not in env  # torchrun --standalone sets it for every rank
     assert env.get("GLOO_SOCKET_IFNAME") == ifname
     assert env.get("USE_LIBUV") == libuv  # Windows builds may lack libuv: torchrun needs it off
 
@@ -177,6 +186,34 @@ def test_by_hand_collectives_in_a_group_of_one(one_rank_group):
     assert all(torch.equal(g, p.grad) for g, p in zip(grads, model.parameters(), strict=True))
 
 
+def test_by_hand_functions_from_a_learners_file(one_rank_group, tmp_path):
+    assert by_hand_functions(None) == (broadcast_parameters, average_gradients)
+    mine = tmp_path / "my_ddp.py"
+    mine.write_text(
+        "import torch.distributed as dist\n"
+        "def broadcast_parameters(model):\n"
+        "    model.called = 'broadcast'\n"
+        "def average_gradients(model, world_size):\n"
+        "    for p in model.parameters():\n"
+        "        dist.all_reduce(p.grad)\n"
+        "        p.grad /= 2 * world_size\n"
+    )
+    broadcast, average = by_hand_functions(mine)
+    model = build_model("mlp", 1)
+    broadcast(model)
+    assert model.called == "broadcast"
+    model(torch.ones(2, 1, 28, 28)).sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    average(model, 1)  # the learner's version (here a wrong one: it halves) is what runs
+    assert all(torch.equal(g / 2, p.grad) for g, p in zip(grads, model.parameters(), strict=True))
+    half = tmp_path / "half.py"
+    half.write_text("def broadcast_parameters(model):\n    pass\n")
+    with pytest.raises(ValueError, match="half.py must define average_gradients"):
+        by_hand_functions(half)
+    with pytest.raises(ValueError, match="not a Python file"):
+        by_hand_functions(tmp_path / "missing.py")
+
+
 @pytest.mark.slow  # starts Python processes that import torch
 def test_running_without_torchrun_explains_how():
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -190,6 +227,17 @@ def test_running_without_torchrun_explains_how():
 def test_failed_run_shows_the_child_stderr(tmp_path):
     with pytest.raises(RuntimeError, match=r"(?s)torchrun failed with exit code.*raise the limit"):
         launch(1, ["--out", tmp_path, "--train-limit", 4, "--batch-size", 8], timeout=120)
+
+
+@pytest.mark.slow  # two torchrun ranks; one waits 2 s in vain
+def test_a_skipped_collective_times_out_instead_of_hanging(tmp_path):
+    with pytest.raises(RuntimeError, match=r"(?s)torchrun failed with exit code"):
+        launch(
+            2,
+            ["--out", tmp_path, "--steps", 1, "--batch-size", 8, "--train-limit", 64,
+             "--backend", "gloo", "--skip-collective-on-rank", 1, "--timeout-s", 2],
+            timeout=120,
+        )  # fmt: skip
 
 
 def reference_run(per_rank_batch: int) -> tuple[nn.Module, list[float]]:

@@ -48,7 +48,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--by-hand", action="store_true", help="no DDP: broadcast and all-reduce explicitly"
     )
+    parser.add_argument(
+        "--by-hand-from",
+        type=Path,
+        default=None,
+        help="a Python file defining broadcast_parameters and average_gradients (implies --by-hand)",
+    )
+    parser.add_argument(
+        "--timeout-s", type=float, default=60.0, help="process group timeout for every collective"
+    )
+    parser.add_argument(
+        "--skip-collective-on-rank",
+        type=int,
+        default=None,
+        help="demo of a hang: after training, every other rank calls all_reduce and this one does not",
+    )
     args = parser.parse_args(argv)
+    if args.by_hand_from is not None:
+        args.by_hand = True
+    if args.timeout_s <= 0:
+        parser.error(f"--timeout-s must be > 0, got {args.timeout_s}")
     for name in ("steps", "batch_size", "accum_steps", "train_limit"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -92,14 +111,17 @@ def torchrun_command(nproc: int, script_args: list[str]) -> list[str]:
 def launch_env(base: Mapping[str, str]) -> dict[str, str]:
     """The environment `launch` gives torchrun: `base` plus the settings a shared machine needs.
 
-    One OpenMP thread per rank (the ranks share the cores) and gloo on the loopback address; on
-    Windows USE_LIBUV=0, because some Windows builds of torch lack the libuv rendezvous store that
-    torchrun asks for by default since torch 2.4. A value already set in `base` for those two
-    machine-specific keys (GLOO_SOCKET_IFNAME, USE_LIBUV) is kept.
+    One OpenMP thread per rank (the ranks share the cores); gloo on the loopback interface, whose
+    name depends on the platform (`lo` on Linux, `lo0` on macOS; Windows keeps gloo's default, the
+    address the host name resolves to); on Windows USE_LIBUV=0, because some Windows builds of torch lack the libuv
+    rendezvous store that torchrun asks for by default since torch 2.4. A value already set in
+    `base` for those two machine-specific keys (GLOO_SOCKET_IFNAME, USE_LIBUV) is kept. The
+    master address needs nothing: `torchrun --standalone` sets MASTER_ADDR for every rank itself.
     """
-    env = {**base, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
-    if sys.platform.startswith("linux"):
-        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network interface needed
+    env = {**base, "OMP_NUM_THREADS": "1"}
+    loopback = {"linux": "lo", "darwin": "lo0"}.get(sys.platform)
+    if loopback is not None:  # no network interface needed
+        env.setdefault("GLOO_SOCKET_IFNAME", loopback)
     if sys.platform == "win32":
         env.setdefault("USE_LIBUV", "0")
     return env

@@ -13,18 +13,24 @@ and DDP's first broadcast of rank 0's weights is visible. Rank 0 saves the train
 its weights before and right after wrapping, the final and reloaded weights, losses, the sample
 indices it saw and the time of each step. `utils.ddp_launch.launch` runs the command above from
 Python. With `--by-hand` the script replaces DDP by a few explicit collectives (a broadcast of the
-parameters, then an all-reduce of every gradient): the exercise "write your own DDP".
+parameters, then an all-reduce of every gradient): the exercise "write your own DDP";
+`--by-hand-from my_ddp.py` takes those two functions from a file of your own instead.
+`--skip-collective-on-rank R --timeout-s 3` shows a hang turned into an error: after training,
+every rank but R calls an all-reduce that R never joins, and the group's timeout ends it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from datetime import timedelta
 from itertools import pairwise
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -85,6 +91,24 @@ def average_gradients(model: nn.Module, world_size: int) -> None:
             p.grad /= world_size
 
 
+def by_hand_functions(
+    path: Path | None,
+) -> tuple[Callable[[nn.Module], None], Callable[[nn.Module, int], None]]:
+    """The broadcast and gradient-averaging functions --by-hand uses: this module's, or the
+    `broadcast_parameters` and `average_gradients` defined in the Python file at `path`."""
+    if path is None:
+        return broadcast_parameters, average_gradients
+    spec = importlib.util.spec_from_file_location("by_hand_ddp", path)
+    if spec is None or spec.loader is None or not Path(path).is_file():
+        raise ValueError(f"--by-hand-from {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    missing = [n for n in ("broadcast_parameters", "average_gradients") if not hasattr(module, n)]
+    if missing:
+        raise ValueError(f"--by-hand-from {path} must define {' and '.join(missing)}")
+    return module.broadcast_parameters, module.average_gradients
+
+
 def pick_backend(requested: str, local_world_size: int) -> str:
     """nccl when every local rank can have its own CUDA device, else gloo (CPU, any OS)."""
     if requested != "auto":
@@ -92,8 +116,11 @@ def pick_backend(requested: str, local_world_size: int) -> str:
     return "nccl" if torch.cuda.device_count() >= local_world_size else "gloo"
 
 
-def join_group(requested_backend: str) -> Process:
-    """Read who this process is from torchrun's environment, pick its device, join the group."""
+def join_group(requested_backend: str, timeout_s: float = 60.0) -> Process:
+    """Read who this process is from torchrun's environment, pick its device, join the group.
+
+    A collective that waits longer than `timeout_s` for the other ranks raises instead of hanging.
+    """
     rank = int(os.environ["RANK"])  # DDP: torchrun sets RANK, LOCAL_RANK and WORLD_SIZE
     local_rank = int(os.environ["LOCAL_RANK"])
     backend = pick_backend(requested_backend, int(os.environ["LOCAL_WORLD_SIZE"]))
@@ -102,7 +129,7 @@ def join_group(requested_backend: str) -> Process:
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
-    dist.init_process_group(backend, timeout=timedelta(seconds=60))  # DDP: join the group
+    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))  # DDP: join the group
     return Process(rank, int(os.environ["WORLD_SIZE"]), local_rank, backend, device)
 
 
@@ -130,6 +157,7 @@ def train_steps(
     `ddp_model` is the DDP-wrapped model, or with --by-hand the plain one (gradients averaged here).
     """
     optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr)
+    average = by_hand_functions(args.by_hand_from)[1] if args.by_hand else None
     loss_fn = nn.CrossEntropyLoss()
     losses, indices_seen, step_ends = [], [], [time.perf_counter()]
     micro, epoch, step_loss = 0, 0, 0.0
@@ -147,7 +175,7 @@ def train_steps(
             if not last_micro:
                 continue
             if args.by_hand:
-                average_gradients(ddp_model, proc.world_size)  # what DDP's backward hooks do
+                average(ddp_model, proc.world_size)  # what DDP's backward hooks do
             optimizer.step()
             optimizer.zero_grad()
             # Logging every step keeps this demo checkable; a real job all-reduces and calls .item()
@@ -170,7 +198,7 @@ def save_and_reload(ddp_model: DDP, args: argparse.Namespace, proc: Process) -> 
     module = getattr(ddp_model, "module", ddp_model)  # the plain model (--by-hand has no wrapper)
     if proc.rank == 0:  # DDP: one writer; .module drops DDP's "module." key prefix
         atomic_save(module.state_dict(), path)
-    # The other ranks wait here at most the group's timeout (60 s, set in join_group): a checkpoint
+    # The other ranks wait here at most the group's timeout (--timeout-s, 60 s): a checkpoint
     # that takes longer to write turns this barrier into an error, so raise it for big models.
     dist.barrier()  # DDP: nobody reads before rank 0 has finished writing
     restored = build_model(args.model, seed=args.seed + 1 + proc.rank)  # other weights per rank
@@ -185,6 +213,18 @@ def save_and_reload(ddp_model: DDP, args: argparse.Namespace, proc: Process) -> 
     }
 
 
+def skip_collective(skipping_rank: int, timeout_s: float, proc: Process) -> None:
+    """The hang demo: every rank but `skipping_rank` calls an all-reduce that it never joins.
+
+    The skipping rank is busy elsewhere (it sleeps past the timeout), so the others wait for it
+    until the group's timeout turns the wait into an error.
+    """
+    if proc.rank == skipping_rank:
+        time.sleep(timeout_s + 30)  # e.g. a branch only this rank takes; torchrun stops it
+    else:
+        dist.all_reduce(torch.ones(1, device=proc.device))  # waits for a rank that never comes
+
+
 def cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """A detached CPU copy of the model's state_dict, to save in the rank's result file."""
     return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
@@ -192,7 +232,7 @@ def cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def train(args: argparse.Namespace) -> dict:
     """Body of one rank: the single-device loop plus the lines marked DDP."""
-    proc = join_group(args.backend)
+    proc = join_group(args.backend, args.timeout_s)
     try:
         check_sync_bn(args.sync_bn, proc.backend)
         loader = make_loader(args, proc.world_size)
@@ -203,13 +243,17 @@ def train(args: argparse.Namespace) -> dict:
         model = model.to(proc.device)
         before_wrap = cpu_state(model)
         if args.by_hand:
-            broadcast_parameters(model)  # what DDP(model) does once, when it wraps
+            by_hand_functions(args.by_hand_from)[0](
+                model
+            )  # what DDP(model) does once, when it wraps
             ddp_model = model
         else:
             device_ids = [proc.local_rank] if proc.backend == "nccl" else None  # DDP on GPUs
             ddp_model = DDP(model, device_ids=device_ids)  # DDP: wrap; copies rank 0's weights
         after_wrap = cpu_state(model)
         history = train_steps(ddp_model, loader, args, proc)
+        if args.skip_collective_on_rank is not None:
+            skip_collective(args.skip_collective_on_rank, args.timeout_s, proc)
         reloaded = save_and_reload(ddp_model, args, proc)
     finally:
         dist.destroy_process_group()  # DDP: leave the group, also after an error
