@@ -106,6 +106,12 @@ def test_fenced_outgrows_backticks_inside() -> None:
     assert run_report.fenced("a ``` b") == "````text\na ``` b\n````"
 
 
+def test_reading_notes_follow_their_marker_lines() -> None:
+    noisy = ["  verdict: within the noise: compiled faster in 3 of 4 rounds"]
+    assert run_report.reading_notes(noisy) == [run_report.READING_NOTES[0][1]]
+    assert run_report.reading_notes(["  verdict: compiled faster in all 4 rounds"]) == []
+
+
 def test_render_report_lists_times_setups_and_headlines(tmp_path: Path) -> None:
     first = write(chapter("05 · CNN"), tmp_path / "05_cnn.ipynb")
     gpu_run = dict(RUN, seconds=3.04, accelerator="NVIDIA H100", date="2026-01-03")

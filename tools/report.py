@@ -73,6 +73,38 @@ speed ratios will differ; the results that do not depend on the machine are the 
 `pytest --nbval` checks."""
 
 
+# A note printed under a chapter's headline output when one of its lines starts with the marker
+# (leading spaces ignored). A line that reads clearly next to its chapter's prose can be terse on
+# this page; the note travels with the line, so it disappears if the chapter stops printing it.
+READING_NOTES: tuple[tuple[str, str], ...] = (
+    (
+        "verdict: within the noise",
+        "**Which to believe: the verdict.** It compares the two versions round by round, each "
+        "round timing them back to back on the same machine, and *within the noise* means the "
+        "rounds disagreed about which one was faster. A ratio printed next to such a verdict "
+        "(a ratio of medians, or the median of the rounds' ratios) describes a speed-up that this "
+        "run did not confirm, not a measured one: a disturbed round can pull it either way. "
+        "Rerun the chapter on a quieter machine before you rely on it.",
+    ),
+    (
+        "import torch, nothing else",
+        "**What the start-up lines time:** each is the wall-clock time of a fresh Python process, "
+        "from launch to exit, with its files already in the operating system's cache: one that "
+        "loads the ONNX file and predicts one image without importing torch, one that imports "
+        "torch, loads the `state_dict` into a `SimpleCNN` and predicts the same image, and one "
+        "that runs `import torch` and nothing else. The last is there to show that importing torch "
+        "is nearly all of the PyTorch process's time. When it comes out a little slower than the "
+        "whole PyTorch process, that is the noise between processes, not extra work.",
+    ),
+)
+
+
+def reading_notes(lines: list[str]) -> list[str]:
+    """The READING_NOTES whose marker starts one of `lines`, each once, in READING_NOTES order."""
+    starts = [line.lstrip() for line in lines]
+    return [note for marker, note in READING_NOTES if any(s.startswith(marker) for s in starts)]
+
+
 def _letter(index: int) -> str:
     return chr(ord("A") + index)
 
@@ -88,6 +120,8 @@ def _read_runs(notebooks: list[Path]) -> tuple[list[str], list[str], list[tuple]
         headline = headline_lines(nb)
         body = fenced("\n".join(headline)) if headline else "No cell is tagged `headline`."
         results += [f"### {link}", "", body, ""]
+        for note in reading_notes(headline):
+            results += [note, ""]
         run = nb.metadata.get("book_run")
         if run is None:
             rows.append(f"| {link} | not recorded | | |")
@@ -162,7 +196,8 @@ def render_report(notebooks: list[Path]) -> str:
         "",
         "## Headline results",
         "",
-        "The stored output of each chapter's `headline` cells.",
+        "The stored output of each chapter's `headline` cells. Where a line needs its chapter's",
+        "context to be read right, a note under the output says how to read it.",
         "",
     ]
     return "\n".join(lines + results).rstrip("\n") + "\n"
