@@ -27,8 +27,11 @@ from utils.distributed import (
     build_model,
     by_hand_functions,
     check_sync_bn,
+    evaluate,
+    parse_script_args,
     pick_backend,
     save_and_reload,
+    time_allreduce,
 )
 
 TRAIN_LIMIT, BATCH_SIZE, NUM_STEPS, LR, SEED = 256, 16, 3, 0.1, 0
@@ -214,6 +217,37 @@ def test_by_hand_functions_from_a_learners_file(one_rank_group, tmp_path):
         by_hand_functions(tmp_path / "missing.py")
 
 
+def test_script_options_add_eval_and_allreduce_timing_off_by_default(capsys):
+    args = parse_script_args(["--out", "r", "--steps", "3"])
+    assert (args.eval_limit, args.time_allreduce, args.steps) == (0, 0, 3)
+    assert vars(parse_args(["--out", "r", "--steps", "3"])).items() <= vars(args).items()
+    args = parse_script_args(["--eval-limit", "101", "--out", "r", "--time-allreduce", "5"])
+    assert (args.eval_limit, args.time_allreduce) == (101, 5)
+    with pytest.raises(SystemExit):
+        parse_script_args(["--out", "r", "--eval-limit", "-1"])
+    assert "--eval-limit must be >= 0, got -1" in capsys.readouterr().err
+
+
+def test_evaluate_sums_counts_and_matches_one_process(one_rank_group):
+    model = build_model("mlp", 2)
+    result = evaluate(model, 101, one_rank_group)
+    X, y = fashion_mnist_tensors(train=False, limit=101).tensors
+    with torch.no_grad():
+        correct = int((model(X).argmax(dim=1) == y).sum())
+    assert (
+        result["eval_local"] == result["eval_global"] == [correct, 101]
+    )  # one rank: the sum is itself
+    assert not model.training
+
+
+def test_time_allreduce_times_each_call_and_checks_the_sum(one_rank_group):
+    result = time_allreduce(1000, 3, one_rank_group)
+    assert result["allreduce_elements"] == 1000 and result["allreduce_sums_right"]
+    assert len(result["allreduce_seconds"]) == 3 and all(
+        s >= 0 for s in result["allreduce_seconds"]
+    )
+
+
 @pytest.mark.slow  # starts Python processes that import torch
 def test_running_without_torchrun_explains_how():
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -262,7 +296,7 @@ def test_two_gloo_ranks_with_no_sync_match_one_large_batch(tmp_path):
         2,
         ["--out", tmp_path, "--steps", NUM_STEPS, "--batch-size", BATCH_SIZE // 2,
          "--accum-steps", 2, "--train-limit", TRAIN_LIMIT, "--lr", LR, "--seed", SEED,
-         "--backend", "gloo"],
+         "--backend", "gloo", "--eval-limit", 101, "--time-allreduce", 2],
         timeout=180,
     )  # fmt: skip
     assert "2 ranks over gloo: 3 steps" in result.stdout
@@ -291,3 +325,17 @@ def test_two_gloo_ranks_with_no_sync_match_one_large_batch(tmp_path):
         assert (got - start[name]).abs().max() > 1e-3  # training moved the weights
         torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
     assert ranks[0]["losses"] == pytest.approx(reference_losses, abs=1e-5)
+
+    # Evaluation split 51 + 50 without padding: the all-reduced counts are one process's counts.
+    assert [rank["eval_local"][1] for rank in ranks] == [51, 50]
+    assert ranks[0]["eval_global"] == ranks[1]["eval_global"]
+    assert ranks[0]["eval_global"] == [sum(rank["eval_local"][i] for rank in ranks) for i in (0, 1)]
+    X_test, y_test = fashion_mnist_tensors(train=False, limit=101).tensors
+    trained = build_model("mlp", SEED)
+    trained.load_state_dict(checkpoint)
+    with torch.no_grad():
+        correct = int((trained(X_test).argmax(dim=1) == y_test).sum())
+    assert ranks[0]["eval_global"] == [correct, 101]
+    for rank in ranks:  # gradient-sized all-reduces, timed twice after a warm-up, sums right
+        assert rank["allreduce_elements"] == sum(t.numel() for t in checkpoint.values())
+        assert len(rank["allreduce_seconds"]) == 2 and rank["allreduce_sums_right"]

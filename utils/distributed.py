@@ -17,6 +17,9 @@ parameters, then an all-reduce of every gradient): the exercise "write your own 
 `--by-hand-from my_ddp.py` takes those two functions from a file of your own instead.
 `--skip-collective-on-rank R --timeout-s 3` shows a hang turned into an error: after training,
 every rank but R calls an all-reduce that R never joins, and the group's timeout ends it.
+Two options of this script's own measure after training: `--eval-limit N` splits the first N test
+images across the ranks (no padding) and all-reduces the counts of correct predictions and images;
+`--time-allreduce K` times K all-reduces of a buffer the size of the model's gradient.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from utils.checkpoint import atomic_save
 from utils.ddp_launch import MODELS, parse_args
+
+# Defaults of the options that only this script reads (see parse_script_args): both off.
+MEASURE_DEFAULTS = {"eval_limit": 0, "time_allreduce": 0}
 
 
 class Process(NamedTuple):
@@ -213,6 +219,47 @@ def save_and_reload(ddp_model: DDP, args: argparse.Namespace, proc: Process) -> 
     }
 
 
+def evaluate(model: nn.Module, eval_limit: int, proc: Process) -> dict:
+    """Accuracy on the first `eval_limit` test images over all ranks: each rank counts on its shard.
+
+    The shards are not padded, so they may differ in size: the ranks all-reduce (sum) the counts of
+    correct predictions and of images, not their accuracies, which would weigh the shards equally.
+    """
+    from utils.data import fashion_mnist_tensors
+
+    X, y = fashion_mnist_tensors(train=False, limit=eval_limit).tensors
+    # Contiguous shards, no padding: their sizes differ by at most one image.
+    shard = torch.tensor_split(torch.arange(len(X)), proc.world_size)[proc.rank]
+    model.eval()
+    with torch.no_grad():
+        predictions = model(X[shard].to(proc.device)).argmax(dim=1).cpu()
+    local = torch.tensor([int((predictions == y[shard]).sum()), len(shard)], dtype=torch.int64)
+    total = local.clone().to(proc.device)
+    dist.all_reduce(total)  # DDP: the sum over ranks of (correct, images)
+    return {"eval_local": local.tolist(), "eval_global": total.cpu().tolist()}
+
+
+def time_allreduce(num_elements: int, repeats: int, proc: Process) -> dict:
+    """Seconds of each of `repeats` all-reduces of a float32 buffer of `num_elements` (after one
+    warm-up), and whether every sum came out right; the ranks start each one together."""
+    buffer = torch.empty(num_elements, device=proc.device)
+    seconds, sums_right = [], True
+    for _ in range(repeats + 1):
+        buffer.fill_(1.0)
+        dist.barrier()  # start together: time the exchange, not a rank that arrives late
+        start = time.perf_counter()
+        dist.all_reduce(buffer)  # what DDP does with the gradient every step
+        if proc.device.type == "cuda":
+            torch.cuda.synchronize(proc.device)
+        seconds.append(time.perf_counter() - start)
+        sums_right &= bool((buffer == proc.world_size).all())
+    return {
+        "allreduce_elements": num_elements,
+        "allreduce_seconds": seconds[1:],
+        "allreduce_sums_right": sums_right,
+    }
+
+
 def skip_collective(skipping_rank: int, timeout_s: float, proc: Process) -> None:
     """The hang demo: every rank but `skipping_rank` calls an all-reduce that it never joins.
 
@@ -252,6 +299,15 @@ def train(args: argparse.Namespace) -> dict:
             ddp_model = DDP(model, device_ids=device_ids)  # DDP: wrap; copies rank 0's weights
         after_wrap = cpu_state(model)
         history = train_steps(ddp_model, loader, args, proc)
+        measured = {}
+        eval_limit, repeats = (
+            getattr(args, name, MEASURE_DEFAULTS[name]) for name in MEASURE_DEFAULTS
+        )
+        if eval_limit:
+            measured |= evaluate(getattr(ddp_model, "module", ddp_model), eval_limit, proc)
+        if repeats:
+            num_elements = sum(p.numel() for p in model.parameters())  # the gradient's size
+            measured |= time_allreduce(num_elements, repeats, proc)
         if args.skip_collective_on_rank is not None:
             skip_collective(args.skip_collective_on_rank, args.timeout_s, proc)
         reloaded = save_and_reload(ddp_model, args, proc)
@@ -265,11 +321,26 @@ def train(args: argparse.Namespace) -> dict:
         "state_dict": cpu_state(model),
         **history,
         **reloaded,
+        **measured,
     }
 
 
+def parse_script_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """utils.ddp_launch's options, plus --eval-limit and --time-allreduce (>= 0; 0 is off)."""
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--eval-limit", type=int, default=MEASURE_DEFAULTS["eval_limit"])
+    extra.add_argument("--time-allreduce", type=int, default=MEASURE_DEFAULTS["time_allreduce"])
+    measure, rest = extra.parse_known_args(argv)
+    args = parse_args(rest)
+    for name, value in vars(measure).items():
+        if value < 0:
+            extra.error(f"--{name.replace('_', '-')} must be >= 0, got {value}")
+        setattr(args, name, value)
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_script_args(argv)
     if "RANK" not in os.environ:
         sys.exit(
             "utils.distributed is a DDP entry point: start it with torchrun, e.g.\n"
