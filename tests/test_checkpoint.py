@@ -200,3 +200,21 @@ def test_bad_arguments(tmp_path):
     model = small_model()
     with pytest.raises(CheckpointError, match="no optimizer state"):
         load_checkpoint(path, model, torch.optim.SGD(model.parameters(), lr=0.1))
+
+
+def test_error_messages_use_forward_slashes(tmp_path):
+    from pathlib import PureWindowsPath
+
+    from utils.checkpoint import _shown
+
+    assert _shown(PureWindowsPath("runs\\07\\ck.pt")) == "runs/07/ck.pt"
+    assert _shown("runs/07/ck.pt") == "runs/07/ck.pt"
+    missing = tmp_path / "sub" / "nothing.pt"
+    with pytest.raises(CheckpointError) as info:
+        read_checkpoint(missing)
+    assert f"No checkpoint at {missing.as_posix()}." in str(info.value)
+    empty = tmp_path / "empty.pt"
+    empty.write_bytes(b"")
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(empty, nn.Linear(2, 2))
+    assert f"Checkpoint {empty.as_posix()} is empty" in str(info.value)

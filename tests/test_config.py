@@ -92,9 +92,32 @@ def test_run_dir_records_the_environment(tmp_path, monkeypatch):
     assert recorded == {
         "torch": torch.__version__,
         "python": platform.python_version(),
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "git_commit": commit,
         "git_dirty": True,
     }
+
+
+def test_environment_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(config_module.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(config_module.subprocess, "run", _fake_git(None))
+    recorded = environment()
+    assert recorded["cudnn"] is None and recorded["gpu"] is None
+    assert recorded["cuda"] == torch.version.cuda  # the build's CUDA version, GPU or not
+
+
+def test_environment_with_a_gpu(monkeypatch):
+    monkeypatch.setattr(config_module.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(
+        config_module.torch.cuda, "get_device_name", lambda index: f"Fake GPU {index}"
+    )
+    monkeypatch.setattr(config_module.torch.backends.cudnn, "version", lambda: 91002)
+    monkeypatch.setattr(config_module.subprocess, "run", _fake_git(None))
+    recorded = environment()
+    assert recorded["gpu"] == "Fake GPU 0" and recorded["cudnn"] == 91002
+    assert json.loads(json.dumps(recorded)) == recorded  # plain JSON types only
 
 
 def test_environment_clean_checkout(monkeypatch):

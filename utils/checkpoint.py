@@ -12,7 +12,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import BinaryIO
 
 import torch
@@ -23,6 +23,11 @@ from utils.rng import rng_state, set_rng_state
 
 class CheckpointError(RuntimeError):
     """A checkpoint file is missing, empty, damaged, or does not fit the model; the message says which."""
+
+
+def _shown(path: str | PurePath) -> str:
+    """`path` with forward slashes, so an error message reads the same on Windows as elsewhere."""
+    return (path if isinstance(path, PurePath) else Path(path)).as_posix()
 
 
 def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
@@ -84,20 +89,21 @@ def save_checkpoint(
 def read_checkpoint(path: str | Path, map_location: str | torch.device | None = "cpu") -> dict:
     """`torch.load(path, weights_only=True)` with clear errors that name the file."""
     path = Path(path)
+    shown = _shown(path)
     if not path.is_file():
         raise CheckpointError(
-            f"No checkpoint at {path}. Check the path, or start without resuming."
+            f"No checkpoint at {shown}. Check the path, or start without resuming."
         )
     if path.stat().st_size == 0:
         raise CheckpointError(
-            f"Checkpoint {path} is empty (0 bytes): a save was interrupted. "
+            f"Checkpoint {shown} is empty (0 bytes): a save was interrupted. "
             "Use an earlier checkpoint, or save with utils.checkpoint.atomic_save next time."
         )
     with open(path, "rb") as file:
         head = file.read(4)
     if head != b"PK\x03\x04":  # torch.save writes a zip archive; anything else is not ours
         raise CheckpointError(
-            f"Checkpoint {path} is not a file written by torch.save (it does not start like a "
+            f"Checkpoint {shown} is not a file written by torch.save (it does not start like a "
             "zip archive): it is damaged or another kind of file. Use an earlier checkpoint."
         )
     try:
@@ -105,17 +111,17 @@ def read_checkpoint(path: str | Path, map_location: str | torch.device | None = 
     except pickle.UnpicklingError as err:
         if "weights_only" in str(err) or "Weights only" in str(err):
             raise CheckpointError(
-                f"Checkpoint {path} holds Python objects other than tensors and plain types, so the "
+                f"Checkpoint {shown} holds Python objects other than tensors and plain types, so the "
                 "safe loader refused it (unpickling can run arbitrary code). If you trust where the "
                 "file came from, allow its classes with torch.serialization.safe_globals([...])."
             ) from err
-        raise CheckpointError(f"Checkpoint {path} is damaged and cannot be read ({err}).") from err
+        raise CheckpointError(f"Checkpoint {shown} is damaged and cannot be read ({err}).") from err
     except (RuntimeError, EOFError, OSError, ValueError) as err:
         reason = (
             str(err).split(". This is an internal miniz error")[0].strip() or type(err).__name__
         )
         raise CheckpointError(
-            f"Checkpoint {path} is damaged or not a PyTorch file ({reason}). "
+            f"Checkpoint {shown} is damaged or not a PyTorch file ({reason}). "
             "Use an earlier checkpoint."
         ) from err
 
@@ -157,24 +163,25 @@ def load_checkpoint(
     resumed from here is bit-identical to training that never stopped.
     """
     checkpoint = read_checkpoint(path, map_location=map_location)
+    shown = _shown(path)
     if not isinstance(checkpoint, dict) or "model" not in checkpoint:
         raise CheckpointError(
-            f"{path} is not a training checkpoint (no 'model' entry). A bare state_dict is loaded "
+            f"{shown} is not a training checkpoint (no 'model' entry). A bare state_dict is loaded "
             "with model.load_state_dict(torch.load(path, weights_only=True))."
         )
-    check_state_dict(model, checkpoint["model"], source=f"Checkpoint {path}")
+    check_state_dict(model, checkpoint["model"], source=f"Checkpoint {shown}")
     model.load_state_dict(checkpoint["model"])
     if optimizer is not None:
         if checkpoint.get("optimizer") is None:
-            raise CheckpointError(f"Checkpoint {path} holds no optimizer state to resume from.")
+            raise CheckpointError(f"Checkpoint {shown} holds no optimizer state to resume from.")
         optimizer.load_state_dict(checkpoint["optimizer"])
     if scheduler is not None:
         if checkpoint.get("scheduler") is None:
-            raise CheckpointError(f"Checkpoint {path} holds no scheduler state to resume from.")
+            raise CheckpointError(f"Checkpoint {shown} holds no scheduler state to resume from.")
         scheduler.load_state_dict(checkpoint["scheduler"])
     if restore_rng:
         try:
             set_rng_state(checkpoint["rng"], generator)
         except ValueError as err:  # no generator state in the file
-            raise CheckpointError(f"Checkpoint {path}: {err}") from None
+            raise CheckpointError(f"Checkpoint {shown}: {err}") from None
     return checkpoint

@@ -88,16 +88,22 @@ def _git(*args: str) -> str | None:
 
 
 def environment() -> dict:
-    """What else decides a run besides its config: torch and Python versions, the code's commit.
+    """What else decides a run besides its config: versions, the GPU, the code's commit.
 
-    `git_commit` is the current directory's `git rev-parse HEAD` and `git_dirty` whether
-    uncommitted changes exist; both are None without git or outside a repository.
+    `cuda` is the CUDA version torch was built with (None for a CPU-only build); `cudnn` and
+    `gpu` (the name of CUDA device 0) are None without a usable CUDA GPU. `git_commit` is the
+    current directory's `git rev-parse HEAD` and `git_dirty` whether uncommitted changes exist;
+    both are None without git or outside a repository.
     """
     commit = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain")
+    has_gpu = torch.cuda.is_available()
     return {
         "torch": torch.__version__,
         "python": platform.python_version(),
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if has_gpu else None,
+        "gpu": torch.cuda.get_device_name(0) if has_gpu else None,
         "git_commit": commit.strip() if commit is not None else None,
         "git_dirty": bool(status.strip()) if status is not None else None,
     }
