@@ -9,10 +9,12 @@ NBVAL  := $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with nbval.
 
 .PHONY: setup lab book report test unit test-portable test-floor outputs student publish lint lock clean
 
+# pip runs as `python -m pip`, and is put in first where the venv has none (`uv venv` without --seed).
 $(INSTALLED): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip
-	$(BIN)/pip install -r requirements.txt -c constraints.txt
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip --upgrade
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -r requirements.txt -c constraints.txt
 	touch $@
 
 setup: $(INSTALLED)  ## create or refresh .venv: requirements.txt at the versions in constraints.txt
@@ -46,11 +48,15 @@ test-portable: $(INSTALLED)  ## strict nbval under AVX2 + 1 thread, then generic
 
 # The oldest versions requirements.txt admits, in their own venv: every cell must run and every
 # assert hold (outputs are not compared: they were recorded with constraints.txt).
+# The floor's NumPy 1.26 and Matplotlib 3.8 have wheels up to Python 3.12 only, and the book needs 3.11:
+# where python3 is newer, name one, `make test-floor FLOOR_PYTHON=python3.12`.
 FLOOR_VENV := .venv-floor
+FLOOR_PYTHON ?= $(PYTHON)
 test-floor:  ## run every notebook and the unit tests on the floor versions of constraints-floor.txt
-	test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
-	$(FLOOR_VENV)/bin/pip install --upgrade pip
-	$(FLOOR_VENV)/bin/pip install -r requirements.txt -c constraints-floor.txt
+	test -x $(FLOOR_VENV)/bin/python || $(FLOOR_PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/python -m pip --version >/dev/null 2>&1 || $(FLOOR_VENV)/bin/python -m ensurepip --upgrade
+	$(FLOOR_VENV)/bin/python -m pip install --upgrade pip
+	$(FLOOR_VENV)/bin/python -m pip install -r requirements.txt -c constraints-floor.txt
 	$(FLOOR_VENV)/bin/pytest --nbval-lax --nbval-current-env notebooks tests -m "not slow" \
 		--ignore=tests/test_site.py -p no:cacheprovider -q
 
@@ -72,7 +78,7 @@ lint: $(INSTALLED)  ## ruff check and format check
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 lock: $(INSTALLED)  ## rewrite constraints.txt from .venv (after re-recording outputs on new versions)
-	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable \
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable \
 		| grep -vE '^(nvidia-|triton|cuda-|#|-e )' | grep -v pytorch-book-utils; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 

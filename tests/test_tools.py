@@ -154,6 +154,44 @@ def test_render_report_without_any_run(tmp_path: Path) -> None:
     assert "No notebook has a recorded run yet: run `make outputs`." in report
 
 
+def test_render_report_follows_the_table_of_contents(tmp_path: Path) -> None:
+    toc = tmp_path / "_toc.yml"
+    toc.write_text(
+        "format: jb-book\nroot: book/intro\nparts:\n  - caption: Part\n    chapters:\n"
+        "      - file: book/setup\n      - file: notebooks/13_profiling\n"
+        "      - file: notebooks/12_errors.ipynb\n"
+    )
+    paths = [
+        write(chapter(f"{name[:2]} · {name}"), tmp_path / f"{name}.ipynb")
+        for name in ("11_onnx", "12_errors", "13_profiling", "14_extra")
+    ]
+    report = run_report.render_report(paths, toc=tmp_path / "_toc.yml")
+    order = [report.index(f"(../notebooks/{p.name}) |") for p in paths]
+    # 13 and 12 as the toc lists them, then the notebooks it does not list, in the given order
+    assert order[2] < order[1] < order[0] < order[3]
+    assert run_report.in_reading_order(paths, tmp_path / "missing.yml") == paths  # no toc: as given
+
+
+def test_real_reading_order_puts_profiling_before_the_error_gallery() -> None:
+    names = [p.stem[:2] for p in run_report.in_reading_order(chapter_notebooks())]
+    assert names.index("13") < names.index("12")
+    assert sorted(names) == [p.stem[:2] for p in chapter_notebooks()]  # none lost or repeated
+
+
+def test_render_report_says_when_headline_cells_lost_their_output(tmp_path: Path) -> None:
+    nb = chapter()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+    cleared = write(nb, tmp_path / "05_cleared.ipynb")
+    report = run_report.render_report([cleared])
+    assert "Tagged `headline` cells have no stored output: re-run `make outputs`." in report
+    assert "No cell is tagged" not in report
+    untagged = new_notebook(cells=[new_markdown_cell("# 06 · Plain"), new_code_cell("x = 1")])
+    report = run_report.render_report([write(untagged, tmp_path / "06_plain.ipynb")])
+    assert "No cell is tagged `headline`." in report
+
+
 def test_write_report_is_atomic_and_creates_the_folder(tmp_path: Path) -> None:
     notebook = write(chapter(), tmp_path / "05_a.ipynb")
     target = run_report.write_report([notebook], tmp_path / "book" / "run_report.md")

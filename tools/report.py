@@ -12,6 +12,7 @@ from pathlib import Path
 from tools import REPO_ROOT, chapter_notebooks
 
 REPORT_PATH = REPO_ROOT / "book" / "run_report.md"
+TOC_PATH = REPO_ROOT / "_toc.yml"
 # What a setup is: the same machine, CPU instruction set, accelerator and versions.
 SETUP_FIELDS = ("machine", "cpu", "accelerator", "python", "torch")
 
@@ -36,6 +37,31 @@ def cell_text(cell) -> str:
             if "text/plain" in output.data and not any(k.startswith("image/") for k in output.data):
                 parts.append(output.data["text/plain"] + "\n")
     return "".join(parts)
+
+
+def toc_files(toc: Path = TOC_PATH) -> list[str]:
+    """The `file:` entries of a jupyter-book _toc.yml, in order, without suffix; [] if absent."""
+    if not toc.exists():
+        return []
+    found = re.findall(r"^[\s-]*file:\s*['\"]?([^'\"\s#]+)", toc.read_text(), flags=re.MULTILINE)
+    return [
+        str(Path(entry).with_suffix("")) if entry.endswith(".ipynb") else entry for entry in found
+    ]
+
+
+def in_reading_order(notebooks: list[Path], toc: Path = TOC_PATH) -> list[Path]:
+    """The notebooks in the order the table of contents lists them; the rest after, as given."""
+    position = {Path(entry).name: index for index, entry in enumerate(toc_files(toc))}
+    listed = sorted((p for p in notebooks if p.stem in position), key=lambda p: position[p.stem])
+    return listed + [p for p in notebooks if p.stem not in position]
+
+
+def has_headline_cells(nb) -> bool:
+    """Whether any code cell is tagged `headline`, with or without stored output."""
+    return any(
+        cell.cell_type == "code" and "headline" in cell.metadata.get("tags", [])
+        for cell in nb.cells
+    )
 
 
 def headline_lines(nb) -> list[str]:
@@ -118,7 +144,12 @@ def _read_runs(notebooks: list[Path]) -> tuple[list[str], list[str], list[tuple]
         nb = nbformat.read(path, as_version=4)
         link = f"[{escape_markdown(notebook_title(nb) or path.stem)}](../notebooks/{path.name})"
         headline = headline_lines(nb)
-        body = fenced("\n".join(headline)) if headline else "No cell is tagged `headline`."
+        if headline:
+            body = fenced("\n".join(headline))
+        elif has_headline_cells(nb):
+            body = "Tagged `headline` cells have no stored output: re-run `make outputs`."
+        else:
+            body = "No cell is tagged `headline`."
         results += [f"### {link}", "", body, ""]
         for note in reading_notes(headline):
             results += [note, ""]
@@ -172,9 +203,12 @@ def _cuda_on_cpu_note(setups: list[tuple], setup: tuple) -> str | None:
     )
 
 
-def render_report(notebooks: list[Path]) -> str:
-    """The run report page (Markdown), built only from the notebooks' metadata and stored outputs."""
-    rows, results, setups, runs = _read_runs(notebooks)
+def render_report(notebooks: list[Path], toc: Path = TOC_PATH) -> str:
+    """The run report page (Markdown), built only from the notebooks' metadata and stored outputs.
+
+    Chapters appear in the reading order of `toc` (the book's _toc.yml), others after them.
+    """
+    rows, results, setups, runs = _read_runs(in_reading_order(notebooks, toc))
     total = sum(float(run["seconds"]) for run in runs)
     lines = [
         INTRO,
