@@ -1,4 +1,7 @@
-"""Shuffled mini-batches sliced from tensors already in memory. Taught in notebooks/05_cnn_fashion_mnist.ipynb.
+"""Shuffled mini-batches sliced from tensors already in memory, and a per-image random flip.
+
+Taught in notebooks/03_datasets_and_dataloaders.ipynb (`random_hflip`) and
+notebooks/05_cnn_fashion_mnist.ipynb (`TensorBatches`).
 
 A `DataLoader` over a `TensorDataset` fetches each image on its own and stacks them (collate) for
 every batch; when the whole data set already sits in memory as one tensor, one indexed gather per
