@@ -27,6 +27,7 @@ from utils.distributed import (
     build_model,
     by_hand_functions,
     check_sync_bn,
+    counting_allreduce_hook,
     evaluate,
     parse_script_args,
     pick_backend,
@@ -228,6 +229,31 @@ def test_script_options_add_eval_and_allreduce_timing_off_by_default(capsys):
     assert "--eval-limit must be >= 0, got -1" in capsys.readouterr().err
 
 
+def test_script_switches_count_allreduce_and_sync_every_micro_batch_are_off_by_default():
+    args = parse_script_args(["--out", "r"])
+    assert (args.count_allreduce, args.sync_every_micro_batch) == (False, False)
+    args = parse_script_args(["--count-allreduce", "--out", "r", "--sync-every-micro-batch"])
+    assert (args.count_allreduce, args.sync_every_micro_batch) == (True, True)
+
+
+def test_counting_hook_counts_synchronising_backwards_and_averages(one_rank_group):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    plain, model = build_model("mlp", 4), build_model("mlp", 4)
+    ddp_model, state = DDP(model), {"calls": 0}
+    ddp_model.register_comm_hook(state, counting_allreduce_hook)
+    x = torch.ones(2, 1, 28, 28)
+    with ddp_model.no_sync():  # no all-reduce here
+        ddp_model(x).sum().backward()
+    assert state["calls"] == 0
+    ddp_model(x).sum().backward()  # one bucket (the MLP's gradient is small): one call
+    assert state["calls"] == 1
+    for _ in range(2):
+        plain(x).sum().backward()
+    for p, q in zip(plain.parameters(), model.parameters(), strict=True):  # the mean over 1 rank
+        torch.testing.assert_close(q.grad, p.grad)
+
+
 def test_evaluate_sums_counts_and_matches_one_process(one_rank_group):
     model = build_model("mlp", 2)
     result = evaluate(model, 101, one_rank_group)
@@ -265,7 +291,9 @@ def test_failed_run_shows_the_child_stderr(tmp_path):
 
 @pytest.mark.slow  # two torchrun ranks; one waits 2 s in vain
 def test_a_skipped_collective_times_out_instead_of_hanging(tmp_path):
-    with pytest.raises(RuntimeError, match=r"(?s)torchrun failed with exit code"):
+    with pytest.raises(
+        RuntimeError, match=r"(?s)torchrun failed with exit code.*skip_collective: rank 0"
+    ):
         launch(
             2,
             ["--out", tmp_path, "--steps", 1, "--batch-size", 8, "--train-limit", 64,
@@ -296,10 +324,12 @@ def test_two_gloo_ranks_with_no_sync_match_one_large_batch(tmp_path):
         2,
         ["--out", tmp_path, "--steps", NUM_STEPS, "--batch-size", BATCH_SIZE // 2,
          "--accum-steps", 2, "--train-limit", TRAIN_LIMIT, "--lr", LR, "--seed", SEED,
-         "--backend", "gloo", "--eval-limit", 101, "--time-allreduce", 2],
+         "--backend", "gloo", "--eval-limit", 101, "--time-allreduce", 2, "--count-allreduce"],
         timeout=180,
     )  # fmt: skip
     assert "2 ranks over gloo: 3 steps" in result.stdout
+    ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
+    assert [r["allreduce_calls"] for r in ranks] == [NUM_STEPS, NUM_STEPS]  # no_sync skipped half
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
     assert [r["rank"] for r in ranks] == [0, 1] and ranks[0]["world_size"] == 2
     for name, tensor in ranks[0]["state_dict"].items():

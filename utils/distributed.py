@@ -20,6 +20,9 @@ every rank but R calls an all-reduce that R never joins, and the group's timeout
 Two options of this script's own measure after training: `--eval-limit N` splits the first N test
 images across the ranks (no padding) and all-reduces the counts of correct predictions and images;
 `--time-allreduce K` times K all-reduces of a buffer the size of the model's gradient.
+Two more are off by default too: `--count-allreduce` registers a DDP communication hook that counts
+the gradient all-reduces DDP launches (one per bucket per synchronising backward), and
+`--sync-every-micro-batch` drops `no_sync()` in gradient accumulation, to show what it saves.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import NamedTuple
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
@@ -47,6 +51,8 @@ from utils.ddp_launch import MODELS, parse_args
 
 # Defaults of the options that only this script reads (see parse_script_args): both off.
 MEASURE_DEFAULTS = {"eval_limit": 0, "time_allreduce": 0}
+# Switches that only this script reads: both off.
+SWITCH_DEFAULTS = {"count_allreduce": False, "sync_every_micro_batch": False}
 
 
 class Process(NamedTuple):
@@ -155,6 +161,15 @@ def make_loader(args: argparse.Namespace, world_size: int) -> DataLoader:
     return loader
 
 
+def counting_allreduce_hook(state: dict[str, int], bucket):
+    # No annotations on bucket and the result: DDP checks them against dist.GradBucket and
+    # Future[Tensor], and this module's postponed (string) annotations would fail that check.
+    """A DDP communication hook: count the call in `state["calls"]`, then all-reduce the bucket
+    exactly as DDP's default does (the mean over the ranks)."""
+    state["calls"] += 1
+    return allreduce_hook(None, bucket)
+
+
 def train_steps(
     ddp_model: nn.Module, loader: DataLoader, args: argparse.Namespace, proc: Process
 ) -> dict:
@@ -172,7 +187,8 @@ def train_steps(
         for xb, yb, idx in loader:
             micro += 1
             last_micro = micro % args.accum_steps == 0
-            skip_sync = not last_micro and not args.by_hand
+            sync_always = getattr(args, "sync_every_micro_batch", False)
+            skip_sync = not last_micro and not args.by_hand and not sync_always
             with ddp_model.no_sync() if skip_sync else nullcontext():  # DDP: sync on last only
                 loss = loss_fn(ddp_model(xb.to(proc.device)), yb.to(proc.device)) / args.accum_steps
                 loss.backward()
@@ -269,7 +285,13 @@ def skip_collective(skipping_rank: int, timeout_s: float, proc: Process) -> None
     if proc.rank == skipping_rank:
         time.sleep(timeout_s + 30)  # e.g. a branch only this rank takes; torchrun stops it
     else:
-        dist.all_reduce(torch.ones(1, device=proc.device))  # waits for a rank that never comes
+        try:
+            dist.all_reduce(torch.ones(1, device=proc.device))  # waits for a rank that never comes
+        except RuntimeError as err:  # say which collective timed out: the library's text does not
+            raise RuntimeError(
+                f"skip_collective: rank {proc.rank}'s all_reduce gave up waiting for rank "
+                f"{skipping_rank}: {err}"
+            ) from err
 
 
 def cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -297,9 +319,16 @@ def train(args: argparse.Namespace) -> dict:
         else:
             device_ids = [proc.local_rank] if proc.backend == "nccl" else None  # DDP on GPUs
             ddp_model = DDP(model, device_ids=device_ids)  # DDP: wrap; copies rank 0's weights
+        allreduce_count = {"calls": 0}
+        if getattr(args, "count_allreduce", False) and not args.by_hand:
+            ddp_model.register_comm_hook(allreduce_count, counting_allreduce_hook)
         after_wrap = cpu_state(model)
         history = train_steps(ddp_model, loader, args, proc)
-        measured = {}
+        measured = (
+            {"allreduce_calls": allreduce_count["calls"]}
+            if getattr(args, "count_allreduce", False)
+            else {}
+        )
         eval_limit, repeats = (
             getattr(args, name, MEASURE_DEFAULTS[name]) for name in MEASURE_DEFAULTS
         )
@@ -326,14 +355,17 @@ def train(args: argparse.Namespace) -> dict:
 
 
 def parse_script_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """utils.ddp_launch's options, plus --eval-limit and --time-allreduce (>= 0; 0 is off)."""
+    """utils.ddp_launch's options, plus --eval-limit and --time-allreduce (>= 0; 0 is off) and
+    the switches --count-allreduce and --sync-every-micro-batch (off unless given)."""
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--eval-limit", type=int, default=MEASURE_DEFAULTS["eval_limit"])
     extra.add_argument("--time-allreduce", type=int, default=MEASURE_DEFAULTS["time_allreduce"])
+    for name, default in SWITCH_DEFAULTS.items():
+        extra.add_argument(f"--{name.replace('_', '-')}", action="store_true", default=default)
     measure, rest = extra.parse_known_args(argv)
     args = parse_args(rest)
     for name, value in vars(measure).items():
-        if value < 0:
+        if name in MEASURE_DEFAULTS and value < 0:
             extra.error(f"--{name.replace('_', '-')} must be >= 0, got {value}")
         setattr(args, name, value)
     return args
