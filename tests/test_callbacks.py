@@ -1,13 +1,15 @@
 """utils.callbacks: EarlyStopping and Checkpointer on their own, without a training loop."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 from torch import nn
 
 from utils.callbacks import Checkpointer, EarlyStopping
-from utils.checkpoint import read_checkpoint
+from utils.checkpoint import CheckpointError, read_checkpoint
+from utils.config import RunConfig
 
 
 def model_with_weight(value: float) -> nn.Linear:
@@ -123,3 +125,28 @@ def test_checkpointer_save_then_restore(tmp_path):
 def test_checkpointer_bad_interval(tmp_path, every):
     with pytest.raises(ValueError, match="every must be an int >= 1"):
         Checkpointer(tmp_path, every=every)
+
+
+def test_checkpointer_check_config_refuses_other_settings_but_not_more_epochs(tmp_path):
+    config = RunConfig(lr=1e-3, num_epochs=2)
+    model = model_with_weight(5.0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    Checkpointer.for_run(tmp_path, config).save(2, {}, model, optimizer, None, None, None)
+
+    def restore(checkpointer: Checkpointer) -> int:
+        fresh = model_with_weight(0.0)
+        fresh_optimizer = torch.optim.SGD(fresh.parameters(), lr=0.1)
+        return checkpointer.restore(fresh, fresh_optimizer, None, None, None)[1]
+
+    changed = replace(config, lr=3e-4, batch_size=64, num_epochs=5)
+    with pytest.raises(CheckpointError) as info:
+        restore(Checkpointer.for_run(tmp_path, changed, resume=True, check_config=True))
+    message = str(info.value)
+    assert "lr: checkpoint 0.001, now 0.0003" in message
+    assert "batch_size: checkpoint 128, now 64" in message
+    assert "num_epochs" not in message  # a ceiling: raising it to train longer is allowed
+    longer = replace(config, num_epochs=5)
+    assert restore(Checkpointer.for_run(tmp_path, longer, resume=True, check_config=True)) == 3
+    assert (
+        restore(Checkpointer.for_run(tmp_path, changed, resume=True)) == 3
+    )  # unchecked: as before

@@ -218,3 +218,22 @@ def test_error_messages_use_forward_slashes(tmp_path):
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(empty, nn.Linear(2, 2))
     assert f"Checkpoint {empty.as_posix()} is empty" in str(info.value)
+
+
+def test_expect_config_refuses_a_different_config_before_loading(tmp_path):
+    path = save_checkpoint(tmp_path / "c.pt", small_model(), config={"lr": 1e-3, "batch_size": 128})
+    fresh = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    before = {k: v.clone() for k, v in fresh.state_dict().items()}
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(path, fresh, expect_config={"lr": 3e-4, "batch_size": 128, "model": "cnn"})
+    message = str(info.value)
+    assert "c.pt was saved with another config" in message
+    assert "  lr: checkpoint 0.001, now 0.0003\n" in message
+    assert "  model: not in the checkpoint, now 'cnn'\n" in message
+    assert "batch_size" not in message and "leave its key out of expect_config" in message
+    assert all(torch.equal(v, before[k]) for k, v in fresh.state_dict().items())  # untouched
+    # the keys given are the keys checked; without expect_config nothing is checked, as before
+    assert load_checkpoint(path, fresh, expect_config={"batch_size": 128})["epoch"] == 0
+    assert load_checkpoint(path, fresh)["config"] == {"lr": 1e-3, "batch_size": 128}
+    with pytest.raises(CheckpointError, match="holds no config"):
+        load_checkpoint(save_checkpoint(tmp_path / "d.pt", fresh), fresh, expect_config={"lr": 1})

@@ -78,22 +78,42 @@ class Checkpointer:
     """Write `run_dir/checkpoint.pt` and `run_dir/history.json` every `every` epochs and at the end.
 
     Both are written atomically (temporary file, then rename), so a crash costs at most `every`
-    epochs and never leaves half a file. `resume=True`: `fit` first continues from the checkpoint.
+    epochs and never leaves half a file. `resume=True`: `fit` first continues from the checkpoint,
+    refusing it if its config differs from `expect_config` in any of that dict's keys.
     """
 
     def __init__(
-        self, run_dir: str | Path, every: int = 1, config: dict | None = None, resume: bool = False
+        self,
+        run_dir: str | Path,
+        every: int = 1,
+        config: dict | None = None,
+        resume: bool = False,
+        expect_config: dict | None = None,
     ) -> None:
         if not isinstance(every, int) or every < 1:
             raise ValueError(
                 f"every must be an int >= 1 (epochs between checkpoints), got {every!r}"
             )
         self.run_dir, self.every, self.config, self.resume = Path(run_dir), every, config, resume
+        self.expect_config = expect_config  # resume refuses a checkpoint whose config differs
 
     @classmethod
-    def for_run(cls, run_dir: str | Path, config: RunConfig, resume: bool = False) -> Checkpointer:
-        """Every `config.checkpoint_every` epochs, with `config` inside each checkpoint."""
-        return cls(run_dir, config.checkpoint_every, config.to_dict(), resume)
+    def for_run(
+        cls,
+        run_dir: str | Path,
+        config: RunConfig,
+        resume: bool = False,
+        check_config: bool = False,
+    ) -> Checkpointer:
+        """Every `config.checkpoint_every` epochs, with `config` inside each checkpoint.
+
+        `check_config=True`: resuming refuses a checkpoint whose config differs from `config` in
+        any field but `num_epochs` (a ceiling you may raise to train longer).
+        """
+        expected = None
+        if check_config:
+            expected = {k: v for k, v in config.to_dict().items() if k != "num_epochs"}
+        return cls(run_dir, config.checkpoint_every, config.to_dict(), resume, expected)
 
     @property
     def path(self) -> Path:
@@ -130,7 +150,10 @@ class Checkpointer:
         early_stopping: EarlyStopping | None,
     ) -> tuple[dict, int]:
         """Load the checkpoint into these objects; return (history so far, next epoch)."""
-        checkpoint = load_checkpoint(self.path, model, optimizer, scheduler, generator=generator)
+        checkpoint = load_checkpoint(
+            self.path, model, optimizer, scheduler, generator=generator,
+            expect_config=self.expect_config,
+        )  # fmt: skip
         if checkpoint.get("history") is None:
             raise CheckpointError(f"{self.path} holds no history; it was not written by fit().")
         if early_stopping is not None:

@@ -148,6 +148,33 @@ def check_state_dict(model: nn.Module, state_dict: dict, source: str = "the stat
         raise CheckpointError("\n".join(lines))
 
 
+def check_config(checkpoint: dict, expect_config: dict, source: str = "The checkpoint") -> None:
+    """Raise a CheckpointError naming every key of `expect_config` whose stored value differs.
+
+    Only the keys of `expect_config` are compared: leave out a setting you change on purpose.
+    """
+    stored = checkpoint.get("config")
+    if not isinstance(stored, dict):
+        raise CheckpointError(
+            f"{source} holds no config, so it cannot be checked against yours. Resume without "
+            "expect_config if you know it is the right run, or start a new run."
+        )
+    differences = []
+    for key, value in expect_config.items():
+        if key not in stored:
+            differences.append(f"  {key}: not in the checkpoint, now {value!r}")
+        elif stored[key] != value:
+            differences.append(f"  {key}: checkpoint {stored[key]!r}, now {value!r}")
+    if differences:
+        lines = [f"{source} was saved with another config; resuming would mix two runs:"]
+        lines += differences
+        lines.append(
+            "Resume with the checkpoint's settings, or start these settings in a new run "
+            "folder. To change a setting on purpose, leave its key out of expect_config."
+        )
+        raise CheckpointError("\n".join(lines))
+
+
 def load_checkpoint(
     path: str | Path,
     model: nn.Module,
@@ -156,11 +183,13 @@ def load_checkpoint(
     generator: torch.Generator | None = None,
     restore_rng: bool = True,
     map_location: str | torch.device | None = "cpu",
+    expect_config: dict | None = None,
 ) -> dict:
     """Load a `save_checkpoint` file into fresh objects (model, optimizer, ...); return the dict.
 
     With `restore_rng=True` the random states (and `generator`'s) are restored too, so training
-    resumed from here is bit-identical to training that never stopped.
+    resumed from here is bit-identical to training that never stopped. With `expect_config`, a
+    file whose stored config differs in any of its keys is refused before anything is loaded.
     """
     checkpoint = read_checkpoint(path, map_location=map_location)
     shown = _shown(path)
@@ -169,6 +198,8 @@ def load_checkpoint(
             f"{shown} is not a training checkpoint (no 'model' entry). A bare state_dict is loaded "
             "with model.load_state_dict(torch.load(path, weights_only=True))."
         )
+    if expect_config is not None:
+        check_config(checkpoint, expect_config, source=f"Checkpoint {shown}")
     check_state_dict(model, checkpoint["model"], source=f"Checkpoint {shown}")
     model.load_state_dict(checkpoint["model"])
     if optimizer is not None:
