@@ -1,5 +1,7 @@
 """utils.amp: the autocast type per device and the scaler; utils.train's mixed-precision epoch."""
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 from torch import nn
@@ -11,7 +13,13 @@ from utils.cpu import cpu_native_bfloat16
 from utils.train import train_one_epoch
 
 
-def _fake_cuda(monkeypatch, capability: tuple[int, int] = (7, 5), hip: str | None = None) -> list:
+def _fake_cuda(
+    monkeypatch,
+    capability: tuple[int, int] = (7, 5),
+    hip: str | None = None,
+    arch: str = "gfx90a:sramecc+:xnack-",
+    bf16_supported: bool = True,
+) -> list:
     """Pretend a CUDA (or ROCm) GPU is present; returns the devices whose capability was asked."""
     asked = []
 
@@ -19,11 +27,19 @@ def _fake_cuda(monkeypatch, capability: tuple[int, int] = (7, 5), hip: str | Non
         asked.append(device)
         return capability
 
+    def get_device_properties(device=None):
+        asked.append(("properties", device))
+        return SimpleNamespace(gcnArchName=arch, major=capability[0], minor=capability[1])
+
     monkeypatch.setattr(torch.version, "hip", hip)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", get_device_capability)
-    # Every CUDA GPU can *emulate* bfloat16: the policy must not go by this answer.
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", get_device_properties)
+    # Every CUDA GPU can *emulate* bfloat16 (True from Volta on): the CUDA policy must not go by
+    # this answer. Under ROCm torch answers True for every GPU: the ROCm policy follows it.
+    monkeypatch.setattr(
+        torch.cuda, "is_bf16_supported", lambda including_emulation=True: bf16_supported
+    )
     return asked
 
 
@@ -64,12 +80,40 @@ def test_cuda_without_tensor_cores_stays_in_float32(monkeypatch, capability):
     assert amp_setup("cuda") == (None, None)
 
 
-def test_rocm_gets_bfloat16_without_asking_the_capability(monkeypatch):
-    asked = _fake_cuda(monkeypatch, capability=(6, 0), hip="6.2")
+@pytest.mark.parametrize("arch", ["gfx90a:sramecc+:xnack-", "gfx942", "gfx1100", "gfx908", ""])
+def test_rocm_with_bfloat16_instructions_gets_bfloat16(monkeypatch, arch):
+    # AMD's capability numbers (gfx90a reports 9.0) are not NVIDIA's: the CUDA thresholds must not
+    # be applied; the architecture of the device passed in decides.
+    asked = _fake_cuda(monkeypatch, capability=(6, 0), hip="6.2", arch=arch)
+    policy = amp_policy("cuda:1")
+    assert (policy.dtype, policy.use_scaler, policy.native) == (torch.bfloat16, False, True)
+    assert policy.enabled and "ROCm" in policy.reason
+    assert asked == [("properties", torch.device("cuda:1"))]
+
+
+@pytest.mark.parametrize("arch", ["gfx906:sramecc+:xnack-", "gfx1030", "gfx900", "gfx803"])
+def test_rocm_emulating_bfloat16_stays_in_float32(monkeypatch, arch):
+    _fake_cuda(monkeypatch, hip="6.2", arch=arch)
     policy = amp_policy("cuda")
-    assert (policy.dtype, policy.use_scaler, policy.enabled) == (torch.bfloat16, False, True)
-    assert "ROCm" in policy.reason
-    assert asked == []
+    assert (policy.dtype, policy.use_scaler, policy.native) == (torch.bfloat16, False, False)
+    assert not policy.enabled
+    assert arch.split(":")[0] in policy.reason and "emulated" in policy.reason
+    assert amp_setup("cuda") == (None, None)
+
+
+def test_rocm_follows_torch_when_it_says_no_bfloat16(monkeypatch):
+    _fake_cuda(monkeypatch, hip="6.2", bf16_supported=False)
+    policy = amp_policy("cuda")
+    assert (policy.dtype, policy.use_scaler, policy.enabled) == (torch.float16, True, True)
+    dtype, scaler = amp_setup("cuda")
+    assert dtype is torch.float16 and isinstance(scaler, torch.amp.GradScaler)
+
+
+def test_cuda_ignores_is_bf16_supported(monkeypatch):
+    # is_bf16_supported() is True on Volta (emulation) and could be False for another current
+    # device: the CUDA branch decides by the capability of the device passed in.
+    _fake_cuda(monkeypatch, capability=(8, 6), bf16_supported=False)
+    assert amp_policy("cuda").dtype is torch.bfloat16
 
 
 def test_mps_gets_float16_with_a_scaler():

@@ -1,9 +1,10 @@
 """Mixed precision by device: which 16-bit type, whether a GradScaler. Taught in notebooks/08_mixed_precision.ipynb.
 
 The policy: bfloat16 without a scaler wherever the device computes bfloat16 (CUDA GPUs from compute
-capability 8.0 and ROCm, Intel XPUs, CPUs), float16 with a `GradScaler` on older CUDA GPUs and MPS.
-A device where 16 bits would be slower than float32 (a CPU that only emulates bfloat16, a CUDA GPU
-without tensor cores, compute capability below 7.0) is better left in float32: `enabled`.
+capability 8.0, AMD GPUs under ROCm when torch says so, Intel XPUs, CPUs), float16 with a
+`GradScaler` on older CUDA GPUs and MPS. A device where 16 bits would be slower than float32 (a CPU
+or an AMD GPU that only emulates bfloat16, a CUDA GPU without tensor cores, compute capability
+below 7.0) is better left in float32: `enabled`.
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ def amp_policy(device: torch.device | str) -> AmpPolicy:
     device = torch.device(device)
     kind = device.type
     if kind == "cuda":
-        # ROCm: torch.cuda.is_bf16_supported() is True for any HIP build (it does not ask the GPU).
-        # The policy follows it.
-        if torch.version.hip:
-            return AmpPolicy(torch.bfloat16, False, True, "ROCm GPU: bfloat16")
-        major, minor = torch.cuda.get_device_capability(device)  # this device, not the current one
+        if torch.version.hip:  # an AMD GPU under ROCm also reports as "cuda"
+            return _rocm_policy(device)
+        # Not torch.cuda.is_bf16_supported(): by default it also counts emulated bfloat16 (True on
+        # Volta and Turing), and it asks the current device. The capability of `device` tells both.
+        major, minor = torch.cuda.get_device_capability(device)
         if major >= 8:  # Ampere and newer; what is_bf16_supported(including_emulation=False) asks
             return AmpPolicy(torch.bfloat16, False, True, "CUDA GPU with bfloat16 tensor cores")
         if major >= 7:  # Volta, Turing: float16 tensor cores
@@ -72,6 +73,44 @@ def amp_policy(device: torch.device | str) -> AmpPolicy:
     raise ValueError(
         f"No autocast type known for device {kind!r}; use one of {', '.join(DEVICE_TYPES)}, "
         "or pass dtype=torch.bfloat16 / torch.float16 to torch.autocast yourself."
+    )
+
+
+# AMD architectures without bfloat16 matrix or dot instructions (Polaris, Vega, RDNA 1 and 2):
+# bfloat16 runs there, but converted to float32 and back. MI100 (gfx908) and newer, RDNA 3 on have them.
+ROCM_ARCHS_WITHOUT_BFLOAT16 = (
+    "gfx8",
+    "gfx900",
+    "gfx902",
+    "gfx904",
+    "gfx906",
+    "gfx909",
+    "gfx90c",
+    "gfx101",
+    "gfx103",
+)
+
+
+def _rocm_policy(device: torch.device) -> AmpPolicy:
+    """ROCm: the type follows `torch.cuda.is_bf16_supported()`; `native` comes from the GPU's architecture.
+
+    Its capability numbers are AMD's, not NVIDIA's, so the CUDA thresholds do not apply.
+    """
+    if not torch.cuda.is_bf16_supported():
+        return AmpPolicy(
+            torch.float16, True, True, "ROCm GPU without bfloat16: float16 with loss scaling"
+        )
+    arch = getattr(torch.cuda.get_device_properties(device), "gcnArchName", "").split(":")[0]
+    if arch.startswith(ROCM_ARCHS_WITHOUT_BFLOAT16):
+        return AmpPolicy(
+            torch.bfloat16,
+            False,
+            False,
+            f"ROCm GPU {arch} without bfloat16 instructions: emulated, time it before you switch",
+            enabled=False,
+        )
+    return AmpPolicy(
+        torch.bfloat16, False, True, f"ROCm GPU {arch or '(unknown architecture)'}: bfloat16"
     )
 
 
