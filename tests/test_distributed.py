@@ -330,7 +330,6 @@ def test_two_gloo_ranks_with_no_sync_match_one_large_batch(tmp_path):
     assert "2 ranks over gloo: 3 steps" in result.stdout
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
     assert [r["allreduce_calls"] for r in ranks] == [NUM_STEPS, NUM_STEPS]  # no_sync skipped half
-    ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
     assert [r["rank"] for r in ranks] == [0, 1] and ranks[0]["world_size"] == 2
     for name, tensor in ranks[0]["state_dict"].items():
         assert torch.equal(tensor, ranks[1]["state_dict"][name]), name  # identical on every rank
