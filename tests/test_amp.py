@@ -9,7 +9,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import utils.amp
 from utils.amp import amp_policy, amp_setup, autocast_dtype, make_grad_scaler
-from utils.cpu import cpu_native_bfloat16
+from utils.device import cpu_native_bfloat16
 from utils.train import train_one_epoch
 
 

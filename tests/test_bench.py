@@ -25,7 +25,7 @@ from tools.bench import (
     training_flop_per_image,
     verdict,
 )
-from utils.batches import TensorBatches
+from utils.data import TensorBatches
 from utils.device import get_device
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

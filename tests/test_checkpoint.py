@@ -13,7 +13,7 @@ from utils.checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from utils.rng import rng_state, set_rng_state
+from utils.seed import rng_state, set_rng_state
 
 
 class Interrupt:

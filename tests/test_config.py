@@ -5,8 +5,9 @@ import subprocess
 import pytest
 import torch
 
-import utils.config as config_module
-from utils.config import RunConfig, environment, load_config, make_run_dir, save_config
+import utils.env as env_module
+from utils.config import RunConfig, load_config, make_run_dir, save_config
+from utils.env import environment
 
 
 def test_defaults_round_trip_through_json(tmp_path):
@@ -86,7 +87,7 @@ def _fake_git(outputs: dict):
 def test_run_dir_records_the_environment(tmp_path, monkeypatch):
     commit = "0123456789abcdef0123456789abcdef01234567"
     fake = _fake_git({"rev-parse": (0, commit + "\n"), "status": (0, " M utils/config.py\n")})
-    monkeypatch.setattr(config_module.subprocess, "run", fake)
+    monkeypatch.setattr(env_module.subprocess, "run", fake)
     run_dir = make_run_dir(RunConfig(), root=tmp_path)
     recorded = json.loads((run_dir / "environment.json").read_text())
     assert recorded == {
@@ -101,20 +102,18 @@ def test_run_dir_records_the_environment(tmp_path, monkeypatch):
 
 
 def test_environment_without_a_gpu(monkeypatch):
-    monkeypatch.setattr(config_module.torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(config_module.subprocess, "run", _fake_git(None))
+    monkeypatch.setattr(env_module.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(env_module.subprocess, "run", _fake_git(None))
     recorded = environment()
     assert recorded["cudnn"] is None and recorded["gpu"] is None
     assert recorded["cuda"] == torch.version.cuda  # the build's CUDA version, GPU or not
 
 
 def test_environment_with_a_gpu(monkeypatch):
-    monkeypatch.setattr(config_module.torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(
-        config_module.torch.cuda, "get_device_name", lambda index: f"Fake GPU {index}"
-    )
-    monkeypatch.setattr(config_module.torch.backends.cudnn, "version", lambda: 91002)
-    monkeypatch.setattr(config_module.subprocess, "run", _fake_git(None))
+    monkeypatch.setattr(env_module.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(env_module.torch.cuda, "get_device_name", lambda index: f"Fake GPU {index}")
+    monkeypatch.setattr(env_module.torch.backends.cudnn, "version", lambda: 91002)
+    monkeypatch.setattr(env_module.subprocess, "run", _fake_git(None))
     recorded = environment()
     assert recorded["gpu"] == "Fake GPU 0" and recorded["cudnn"] == 91002
     assert json.loads(json.dumps(recorded)) == recorded  # plain JSON types only
@@ -122,7 +121,7 @@ def test_environment_with_a_gpu(monkeypatch):
 
 def test_environment_clean_checkout(monkeypatch):
     fake = _fake_git({"rev-parse": (0, "abc\n"), "status": (0, "")})
-    monkeypatch.setattr(config_module.subprocess, "run", fake)
+    monkeypatch.setattr(env_module.subprocess, "run", fake)
     assert environment()["git_commit"] == "abc" and environment()["git_dirty"] is False
 
 
@@ -132,7 +131,7 @@ def test_environment_clean_checkout(monkeypatch):
     ids=["git-missing", "not-a-repository"],
 )
 def test_environment_without_git(outputs, monkeypatch):
-    monkeypatch.setattr(config_module.subprocess, "run", _fake_git(outputs))
+    monkeypatch.setattr(env_module.subprocess, "run", _fake_git(outputs))
     recorded = environment()
     assert recorded["git_commit"] is None and recorded["git_dirty"] is None
     assert recorded["torch"] == torch.__version__
@@ -142,5 +141,5 @@ def test_environment_when_git_hangs(monkeypatch):
     def hang(args, **kwargs):
         raise subprocess.TimeoutExpired(args, kwargs.get("timeout"))
 
-    monkeypatch.setattr(config_module.subprocess, "run", hang)
+    monkeypatch.setattr(env_module.subprocess, "run", hang)
     assert environment()["git_commit"] is None

@@ -4,7 +4,7 @@ import sys
 import torch
 
 import utils.env as env
-from utils.cpu import cpu_instructions
+from utils.device import cpu_instructions
 from utils.env import build_flavour, check_tensor_op, format_report, report
 
 

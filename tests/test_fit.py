@@ -6,9 +6,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from utils.callbacks import Checkpointer, EarlyStopping
 from utils.checkpoint import CheckpointError, read_checkpoint
-from utils.train import evaluate, fit
+from utils.train import Checkpointer, EarlyStopping, evaluate, fit
 
 
 def make_run(seed=0, lr=0.05):

@@ -7,14 +7,8 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from utils.plot import (
-    confusion_matrix,
-    plot_bars,
-    plot_confusion_matrix,
-    plot_curves,
-    plot_history,
-    show_images,
-)
+from utils.plot import plot_bars, plot_confusion_matrix, plot_curves, plot_history, show_images
+from utils.train import confusion_matrix
 
 HISTORY = {"train_loss": [1.0, 0.5, 0.4], "val_loss": [0.9, 0.6, 0.5], "val_acc": [0.7, 0.8, 0.85]}
 

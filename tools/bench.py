@@ -34,11 +34,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Subset
 
-from utils.batches import TensorBatches
-from utils.cpu import cpu_model, cpu_native_bfloat16
-from utils.data import MEAN, STD, fashion_mnist, fashion_mnist_tensors
+from utils.data import MEAN, STD, TensorBatches, fashion_mnist, fashion_mnist_tensors
 from utils.deploy import export_onnx
-from utils.device import get_device
+from utils.device import cpu_model, cpu_native_bfloat16, get_device
 from utils.models import SimpleCNN
 from utils.onnx_predict import OnnxPredictor
 from utils.seed import make_generator, set_seed

@@ -25,7 +25,7 @@ def run_metadata(seconds: float) -> dict:
     """What `outputs` stores in a notebook's metadata["book_run"]: time, date, machine, versions."""
     import torch
 
-    from utils.cpu import cpu_instructions, cpu_model
+    from utils.device import cpu_instructions, cpu_model
 
     return {
         "seconds": round(seconds, 1),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from utils.cpu import cpu_native_bfloat16
+from utils.device import cpu_native_bfloat16
 
 DEVICE_TYPES = ("cuda", "mps", "xpu", "cpu")
 

@@ -18,7 +18,7 @@ from typing import BinaryIO
 import torch
 from torch import nn
 
-from utils.rng import rng_state, set_rng_state
+from utils.seed import rng_state, set_rng_state
 
 
 class CheckpointError(RuntimeError):

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import platform
-import subprocess
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-import torch
+from utils.env import environment
 
 
 @dataclass(frozen=True)
@@ -76,37 +74,6 @@ def make_run_dir(config: RunConfig, root: str | Path | None = None, name: str = 
     save_config(config, run_dir / "config.json")
     (run_dir / "environment.json").write_text(json.dumps(environment(), indent=2) + "\n")
     return run_dir
-
-
-def _git(*args: str) -> str | None:
-    """Output of `git <args>` in the current directory; None without git or outside a repository."""
-    try:
-        result = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):  # git not installed, or it hung
-        return None
-    return result.stdout if result.returncode == 0 else None
-
-
-def environment() -> dict:
-    """What else decides a run besides its config: versions, the GPU, the code's commit.
-
-    `cuda` is the CUDA version torch was built with (None for a CPU-only build); `cudnn` and
-    `gpu` (the name of CUDA device 0) are None without a usable CUDA GPU. `git_commit` is the
-    current directory's `git rev-parse HEAD` and `git_dirty` whether uncommitted changes exist;
-    both are None without git or outside a repository.
-    """
-    commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain")
-    has_gpu = torch.cuda.is_available()
-    return {
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "cuda": torch.version.cuda,
-        "cudnn": torch.backends.cudnn.version() if has_gpu else None,
-        "gpu": torch.cuda.get_device_name(0) if has_gpu else None,
-        "git_commit": commit.strip() if commit is not None else None,
-        "git_dirty": bool(status.strip()) if status is not None else None,
-    }
 
 
 def save_config(config: RunConfig, path: str | Path) -> Path:

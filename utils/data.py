@@ -1,5 +1,8 @@
 """Real Fashion-MNIST, found offline where a copy exists. Taught in notebooks/03_datasets_and_dataloaders.ipynb.
 
+Also here: the IDX file reader with its checks (`read_idx`, `DataError`), and batches sliced from
+tensors already in memory (`TensorBatches`, `random_hflip`, notebooks/05_cnn_fashion_mnist.ipynb).
+
 Where the data comes from, in this order:
 1. `<root>/FashionMNIST/raw/` already prepared (root: argument, else $FASHION_MNIST_ROOT,
    else `data/` at the repository root, or in the current folder outside a clone);
@@ -15,6 +18,7 @@ import gzip
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +27,6 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from utils import REPO_ROOT
-from utils.idx import IMAGES_MAGIC, LABELS_MAGIC, DataError, read_idx
 
 CLASSES = (
     "T-shirt/top",
@@ -188,3 +191,98 @@ def make_loaders(
     train_loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, generator=generator)
     test_loader = DataLoader(test_set, batch_size=eval_batch_size, shuffle=False)
     return train_loader, test_loader
+
+
+# The IDX file format Fashion-MNIST ships in, read with every check a damaged copy can fail
+IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049  # IDX headers: 0x00000803 and 0x00000801
+
+
+class DataError(RuntimeError):
+    """Fashion-MNIST is missing or a file of it is damaged; the message says what to do."""
+
+
+def read_idx(path: Path, magic: int, count: int) -> np.ndarray:
+    """Read one IDX file and check its header and size against what Fashion-MNIST must be."""
+    data = path.read_bytes()
+    fix = f"Delete {path} and run again to unpack or download a fresh copy."
+    if len(data) < 8:
+        raise DataError(f"{path} is truncated or empty ({len(data)} bytes). {fix}")
+    found_magic = int.from_bytes(data[0:4], "big")
+    if found_magic != magic:
+        raise DataError(
+            f"{path} is not an IDX {'image' if magic == IMAGES_MAGIC else 'label'} file "
+            f"(magic number {found_magic}, expected {magic}): it is corrupt or the wrong file. {fix}"
+        )
+    found_count = int.from_bytes(data[4:8], "big")
+    if found_count != count:
+        raise DataError(f"{path} holds {found_count} items; Fashion-MNIST has {count} here. {fix}")
+    header = 16 if magic == IMAGES_MAGIC else 8
+    shape = (count, 28, 28) if magic == IMAGES_MAGIC else (count,)
+    if magic == IMAGES_MAGIC and data[8:16] != (28).to_bytes(4, "big") * 2:
+        raise DataError(f"{path} does not hold 28x28 images. {fix}")
+    expected = header + int(np.prod(shape))
+    if len(data) != expected:
+        raise DataError(
+            f"{path} is truncated or padded: {len(data)} bytes, expected {expected}. {fix}"
+        )
+    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
+
+
+# Shuffled mini-batches sliced from tensors already in memory, and a per-image random flip (notebooks 03 and 05)
+Augment = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
+
+
+def random_hflip(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Mirror a random half (on average) of a batch (B, C, H, W) left to right; a new tensor."""
+    if images.dim() != 4:
+        raise ValueError(
+            f"random_hflip expects a batch (B, C, H, W), got shape {tuple(images.shape)}"
+        )
+    # drawn on the CPU from the generator: the same flips on any device
+    flip = torch.rand(len(images), generator=generator) < 0.5
+    flip = flip.to(images.device).view(-1, 1, 1, 1)
+    return torch.where(flip, images.flip(-1), images)
+
+
+class TensorBatches:
+    """Iterate over (X, y) in shuffled mini-batches, one gather per batch, like a shuffling DataLoader.
+
+    Each pass draws a new order from `generator` (so a seeded generator gives the same batches on
+    every machine); `augment(X_batch, generator)` (e.g. `random_hflip`) runs on each batch.
+    """
+
+    def __init__(
+        self,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        batch_size: int,
+        generator: torch.Generator,
+        *,
+        drop_last: bool = False,
+        augment: Augment | None = None,
+    ) -> None:
+        if len(X) != len(y):
+            raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if len(y) == 0 or (drop_last and len(y) < batch_size):
+            raise ValueError(
+                f"no batches: {len(y)} examples, batch_size={batch_size}, drop_last={drop_last}"
+            )
+        self.X, self.y, self.batch_size = X, y, batch_size
+        self.generator, self.drop_last, self.augment = generator, drop_last, augment
+
+    def __len__(self) -> int:
+        """Batches per pass, as `len(DataLoader)` counts them."""
+        full, rest = divmod(len(self.y), self.batch_size)
+        return full + (1 if rest and not self.drop_last else 0)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        order = torch.randperm(len(self.y), generator=self.generator).to(self.y.device)
+        end = len(self) * self.batch_size if self.drop_last else len(self.y)
+        for start in range(0, end, self.batch_size):
+            index = order[start : start + self.batch_size]
+            X = self.X[index]
+            if self.augment is not None:
+                X = self.augment(X, self.generator)
+            yield X, self.y[index]

@@ -1,5 +1,7 @@
 """The environment report: what is installed and what actually computes. Taught in notebooks/00_environment.ipynb.
 
+`environment()` is the short form a run directory records (notebooks/07_saving_and_loading.ipynb).
+
 Run it from a terminal with `python -m utils.env`.
 """
 
@@ -7,13 +9,19 @@ from __future__ import annotations
 
 import platform
 import re
+import subprocess
 import sys
 import time
 
 import torch
 
-from utils.cpu import cpu_instructions, cpu_model, cpu_native_bfloat16  # noqa: F401 (re-exported)
-from utils.device import available_types, get_device
+from utils.device import (  # noqa: F401 (re-exported)
+    available_types,
+    cpu_instructions,
+    cpu_model,
+    cpu_native_bfloat16,
+    get_device,
+)
 
 
 def build_flavour() -> str:
@@ -91,21 +99,61 @@ def check_tensor_op(device: torch.device) -> bool:
     return all(torch.equal(got, want) for got, want in zip(on_device, on_cpu, strict=True))
 
 
-def matmul_gflops(device: torch.device, n: int = 1024, repeat: int = 5) -> float:
-    """Float32 matmul speed in GFLOP/s: a rough probe of this machine's compute (best of `repeat`)."""
+def matmul_rates(
+    device: torch.device, n: int = 1024, repeat: int = 5, dtype: torch.dtype = torch.float32
+) -> list[float]:
+    """GFLOP/s of each of `repeat` timed n x n matrix multiplies in `dtype`, after one warm-up call."""
     from utils.timing import synchronize
 
-    a = torch.randn(n, n, device=device)
-    b = torch.randn(n, n, device=device)
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
     a @ b  # warm-up: first calls load kernels
     synchronize(device)
-    best = float("inf")
+    rates = []
     for _ in range(repeat):
         start = time.perf_counter()
         a @ b
         synchronize(device)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best / 1e9
+        rates.append(2 * n**3 / (time.perf_counter() - start) / 1e9)
+    return rates
+
+
+def matmul_gflops(
+    device: torch.device, n: int = 1024, repeat: int = 5, dtype: torch.dtype = torch.float32
+) -> float:
+    """Matmul speed in GFLOP/s, best of `repeat`: a rough probe of this machine's compute."""
+    return max(matmul_rates(device, n, repeat, dtype))
+
+
+def _git(*args: str) -> str | None:
+    """Output of `git <args>` in the current directory; None without git or outside a repository."""
+    try:
+        result = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):  # git not installed, or it hung
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
+def environment() -> dict:
+    """What else decides a run besides its config: versions, the GPU, the code's commit.
+
+    `cuda` is the CUDA version torch was built with (None for a CPU-only build); `cudnn` and
+    `gpu` (the name of CUDA device 0) are None without a usable CUDA GPU. `git_commit` is the
+    current directory's `git rev-parse HEAD` and `git_dirty` whether uncommitted changes exist;
+    both are None without git or outside a repository.
+    """
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain")
+    has_gpu = torch.cuda.is_available()
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if has_gpu else None,
+        "gpu": torch.cuda.get_device_name(0) if has_gpu else None,
+        "git_commit": commit.strip() if commit is not None else None,
+        "git_dirty": bool(status.strip()) if status is not None else None,
+    }
 
 
 def report(gflops: bool = True) -> dict:

@@ -13,25 +13,6 @@ import torch
 from matplotlib.figure import Figure
 
 
-def confusion_matrix(
-    targets: torch.Tensor, predictions: torch.Tensor, num_classes: int
-) -> torch.Tensor:
-    """Counts (num_classes, num_classes): row = true class, column = predicted class."""
-    targets, predictions = torch.as_tensor(targets), torch.as_tensor(predictions)
-    if targets.shape != predictions.shape or targets.dim() != 1:
-        raise ValueError(
-            f"targets and predictions must be 1-D and the same length, got shapes "
-            f"{tuple(targets.shape)} and {tuple(predictions.shape)}"
-        )
-    for name, values in (("targets", targets), ("predictions", predictions)):
-        if len(values) and (values.min() < 0 or values.max() >= num_classes):
-            raise ValueError(
-                f"{name} must lie in 0..{num_classes - 1}, found {int(values.min())}..{int(values.max())}"
-            )
-    flat = targets.long() * num_classes + predictions.long()
-    return torch.bincount(flat, minlength=num_classes**2).reshape(num_classes, num_classes)
-
-
 def plot_history(history: dict, title: str | None = None) -> Figure:
     """Training/validation loss and validation accuracy per epoch, side by side."""
     for key in ("train_loss", "val_loss", "val_acc"):

@@ -1,9 +1,9 @@
 """A DataLoader whose worker fails, run as a script to show the real message. Taught in notebooks/12_error_gallery.ipynb.
 
-python -m utils.worker_crash_demo killed --num-workers 2   # a worker process dies
-python -m utils.worker_crash_demo raises --num-workers 2   # a worker raises an exception
-python -m utils.worker_crash_demo raises --num-workers 0   # same bug, read in the main process
-python -m utils.worker_crash_demo fixed --num-workers 2    # the repaired dataset
+python -m utils.demos.worker_crash killed --num-workers 2   # a worker process dies
+python -m utils.demos.worker_crash raises --num-workers 2   # a worker raises an exception
+python -m utils.demos.worker_crash raises --num-workers 0   # same bug, read in the main process
+python -m utils.demos.worker_crash fixed --num-workers 2    # the repaired dataset
 """
 
 from __future__ import annotations

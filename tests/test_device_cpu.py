@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-import utils.cpu as cpu
+import utils.device as cpu
 
 
 def _pretend_cpu(monkeypatch, arch: str, capability: str, bf16_instructions: bool) -> None:
@@ -111,7 +111,7 @@ def test_arm_linux_instructions_from_cpuinfo(monkeypatch):
 def test_capped_torch_really_reports_emulated():
     """End to end: a fresh interpreter under the caps a learner's AVX2 laptop has."""
     capped = dict(os.environ, ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2")
-    code = "from utils.cpu import cpu_instructions, cpu_native_bfloat16; print(cpu_native_bfloat16(), cpu_instructions())"
+    code = "from utils.device import cpu_instructions, cpu_native_bfloat16; print(cpu_native_bfloat16(), cpu_instructions())"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=capped, timeout=120
     )

@@ -1,4 +1,4 @@
-"""Tests of utils.worker_crash_demo: the failing DataLoader shown in notebooks/12_error_gallery.ipynb."""
+"""Tests of utils.demos.worker_crash: the failing DataLoader shown in notebooks/12_error_gallery.ipynb."""
 
 import multiprocessing
 import re
@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from utils.worker_crash_demo import FlakyDataset, error_lines, kill_signal, load_all, main
+from utils.demos.worker_crash import FlakyDataset, error_lines, kill_signal, load_all, main
 
 
 def test_dataset_items_and_length():
@@ -120,7 +120,7 @@ def test_main_prints_the_count(capsys):
 @pytest.mark.slow  # a new Python process that imports torch and starts two workers
 def test_script_reports_a_killed_worker():
     result = subprocess.run(
-        [sys.executable, "-m", "utils.worker_crash_demo", "killed", "--num-workers", "2"],
+        [sys.executable, "-m", "utils.demos.worker_crash", "killed", "--num-workers", "2"],
         capture_output=True,
         text=True,
         timeout=120,

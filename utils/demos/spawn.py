@@ -1,8 +1,8 @@
 """Why a script with DataLoader workers needs `if __name__ == "__main__":` under the spawn start method.
 
 Taught in notebooks/03_datasets_and_dataloaders.ipynb. Run it from a terminal:
-    python -m utils.spawn_demo             # guarded: works
-    python -m utils.spawn_demo --no-guard  # unguarded: every worker re-runs the script and fails
+    python -m utils.demos.spawn             # guarded: works
+    python -m utils.demos.spawn --no-guard  # unguarded: every worker re-runs the script and fails
 """
 
 from __future__ import annotations

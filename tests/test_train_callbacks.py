@@ -1,4 +1,4 @@
-"""utils.callbacks: EarlyStopping and Checkpointer on their own, without a training loop."""
+"""utils.train: EarlyStopping and Checkpointer on their own, without a training loop."""
 
 import math
 from dataclasses import replace
@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from utils.callbacks import Checkpointer, EarlyStopping
 from utils.checkpoint import CheckpointError, read_checkpoint
 from utils.config import RunConfig
+from utils.train import Checkpointer, EarlyStopping
 
 
 def model_with_weight(value: float) -> nn.Linear:

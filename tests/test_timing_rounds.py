@@ -1,10 +1,10 @@
-"""Tests of utils.rounds: alternating order, savings per round, the break-even and its rounding."""
+"""Tests of utils.timing: alternating order, savings per round, the break-even and its rounding."""
 
 import math
 
 import pytest
 
-from utils.rounds import (
+from utils.timing import (
     alternate,
     break_even,
     break_even_text,

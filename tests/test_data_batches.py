@@ -1,9 +1,9 @@
-"""utils.batches: TensorBatches against a hand-made shuffle, random_hflip against torch.flip."""
+"""utils.data: TensorBatches against a hand-made shuffle, random_hflip against torch.flip."""
 
 import pytest
 import torch
 
-from utils.batches import TensorBatches, random_hflip
+from utils.data import TensorBatches, random_hflip
 
 
 def make_data(n: int = 10) -> tuple[torch.Tensor, torch.Tensor]:
