@@ -38,7 +38,14 @@ def same_weights(a, b):
 def test_history_has_one_entry_per_epoch():
     model, optimizer, scheduler, train_loader, val_loader = make_run()
     history = fit(
-        model, train_loader, val_loader, nn.CrossEntropyLoss(), optimizer, 3, scheduler=scheduler
+        model,
+        train_loader,
+        val_loader,
+        nn.CrossEntropyLoss(),
+        optimizer,
+        3,
+        scheduler=scheduler,
+        scheduler_step="epoch",
     )
     assert len(history["train_loss"]) == len(history["val_acc"]) == len(history["lr"]) == 3
     assert len(history["val_loss"]) == 3
@@ -56,6 +63,7 @@ def fit_with(run, num_epochs, **kwargs):
         optimizer,
         num_epochs,
         scheduler=scheduler,
+        scheduler_step="epoch",
         **kwargs,
     )
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from torch.optim.lr_scheduler import LRScheduler
 
 from utils.checkpoint import CheckpointError, atomic_write, load_checkpoint, save_checkpoint
 from utils.config import RunConfig
@@ -28,6 +29,11 @@ def _check_not_empty(count: int) -> None:
         )
 
 
+def _sum_dtype(device: torch.device) -> torch.dtype:
+    """The dtype a running sum of losses is kept in on `device`: float64, where the device has it."""
+    return torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
+
+
 def train_one_epoch(
     model: nn.Module,
     loader: Iterable,
@@ -35,19 +41,25 @@ def train_one_epoch(
     optimizer: torch.optim.Optimizer,
     device: torch.device | str = "cpu",
     *,
+    scheduler: LRScheduler | None = None,
     autocast_dtype: torch.dtype | None = None,
     scaler: torch.amp.GradScaler | None = None,
     memory_format: torch.memory_format | None = None,
+    on_step: Callable[[torch.Tensor], None] | None = None,
 ) -> float:
     """One pass over `loader`; returns the mean loss per example (`loss_fn` must average over its batch).
 
-    The three keyword options are chapter 08's additions: `autocast_dtype` runs the forward pass
-    under `torch.autocast` in that 16-bit type, `scaler` (a `torch.amp.GradScaler`) scales the loss
-    for float16, `memory_format=torch.channels_last` feeds NHWC images (convert the model too).
+    The loss is added up on the device and read once, at the end: no sync per step (chapter 08).
+    Options: `scheduler` is stepped after every optimizer step (a per-batch schedule, chapter 05);
+    `autocast_dtype` runs the forward pass under `torch.autocast` in that 16-bit type and `scaler`
+    (a `torch.amp.GradScaler`) scales the loss for float16 (chapter 08);
+    `memory_format=torch.channels_last` feeds NHWC images (convert the model too); `on_step(loss)`
+    gets each step's detached batch loss, still on the device (`.item()` on it waits for the device).
     """
     device = torch.device(device)
     model.train()  # Dropout active, BatchNorm updates its running statistics
-    total_loss, total_count = 0.0, 0
+    total_loss = torch.zeros((), dtype=_sum_dtype(device), device=device)
+    total_count = 0
     for X, y in loader:
         X = X.to(device, memory_format=memory_format or torch.preserve_format)
         y = y.to(device)
@@ -61,10 +73,14 @@ def train_one_epoch(
             scaler.scale(loss).backward()  # scaled so small float16 gradients do not become 0
             scaler.step(optimizer)  # unscale; skip the step if a gradient is inf/nan
             scaler.update()
-        total_loss += loss.item() * len(y)
+        if scheduler is not None:
+            scheduler.step()  # a per-batch schedule: once after every optimizer step
+        total_loss += loss.detach().to(total_loss.dtype) * len(y)  # on the device: no wait here
         total_count += len(y)
+        if on_step is not None:
+            on_step(loss.detach())
     _check_not_empty(total_count)
-    return total_loss / total_count
+    return total_loss.item() / total_count  # the epoch's one sync
 
 
 @torch.no_grad()  # no graph: less memory (chapter 04 measures it)
@@ -73,18 +89,29 @@ def evaluate(
     loader: Iterable,
     loss_fn: Callable,
     device: torch.device | str = "cpu",
+    *,
+    autocast_dtype: torch.dtype | None = None,
+    memory_format: torch.memory_format | None = None,
 ) -> tuple[float, float]:
-    """Mean loss and accuracy over `loader`, in eval mode and without building a graph."""
+    """Mean loss and accuracy over `loader`, in eval mode and without building a graph.
+
+    `autocast_dtype` and `memory_format` as in `train_one_epoch`; the sums stay on the device.
+    """
+    device = torch.device(device)
     model.eval()  # Dropout off, BatchNorm uses its running statistics
-    total_loss, correct, total_count = 0.0, 0, 0
+    total_loss = torch.zeros((), dtype=_sum_dtype(device), device=device)
+    correct = torch.zeros((), dtype=torch.int64, device=device)
+    total_count = 0
     for X, y in loader:
-        X, y = X.to(device), y.to(device)
-        logits = model(X)
-        total_loss += loss_fn(logits, y).item() * len(y)
-        correct += (logits.argmax(dim=1) == y).sum().item()
+        X = X.to(device, memory_format=memory_format or torch.preserve_format)
+        y = y.to(device)
+        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            logits = model(X)
+            total_loss += loss_fn(logits, y).to(total_loss.dtype) * len(y)
+        correct += (logits.argmax(dim=1) == y).sum()
         total_count += len(y)
     _check_not_empty(total_count)
-    return total_loss / total_count, correct / total_count
+    return total_loss.item() / total_count, correct.item() / total_count
 
 
 def confusion_matrix(
@@ -112,6 +139,9 @@ def new_history() -> dict:
             "stopped_early": False}  # fmt: skip
 
 
+SCHEDULER_STEPS = ("batch", "epoch")
+
+
 def fit(
     model: nn.Module,
     train_loader: Iterable,
@@ -121,7 +151,12 @@ def fit(
     num_epochs: int,
     device: torch.device | str = "cpu",
     *,
-    scheduler=None,
+    scheduler: LRScheduler | None = None,
+    scheduler_step: str | None = None,
+    autocast_dtype: torch.dtype | None = None,
+    scaler: torch.amp.GradScaler | None = None,
+    memory_format: torch.memory_format | None = None,
+    on_step: Callable[[torch.Tensor], None] | None = None,
     early_stopping: EarlyStopping | None = None,
     checkpointer: Checkpointer | None = None,
     on_epoch_end: Callable[[int, dict], None] | None = None,
@@ -129,25 +164,42 @@ def fit(
 ) -> dict:
     """Train for up to `num_epochs` in all, validating after each; return the history dict.
 
+    `scheduler_step` says when `scheduler` steps: "batch" (after every optimizer step, e.g.
+    OneCycleLR) or "epoch" (after each epoch, e.g. StepLR). `autocast_dtype`, `scaler`,
+    `memory_format` and `on_step` go to `train_one_epoch` (and the first two to `evaluate`).
     A non-finite training loss stops the run and sets history["diverged"] instead of crashing.
-    `early_stopping` and `checkpointer` (utils.train) stop and save; `on_epoch_end(epoch,
-    history)` runs last in each epoch. Taught in notebooks/05_cnn_fashion_mnist.ipynb to 07.
+    `early_stopping` and `checkpointer` stop and save; `on_epoch_end(epoch, history)` runs last
+    in each epoch. Taught in notebooks/05_cnn_fashion_mnist.ipynb to 08.
     """
     if not isinstance(num_epochs, int) or num_epochs < 1:
         raise ValueError(f"num_epochs must be an int >= 1, got {num_epochs!r}")
+    _check_scheduler_step(scheduler, scheduler_step)
     generator = getattr(train_loader, "generator", None)  # the DataLoader's shuffling generator
-    parts = (model, optimizer, scheduler, generator, early_stopping)  # what a checkpoint holds
+    parts = (model, optimizer, scheduler, generator, early_stopping, scaler)  # a checkpoint's
     history, start = new_history(), 1
     if checkpointer is not None and checkpointer.resume:
         history, start = checkpointer.restore(*parts)
+    per_batch = scheduler if scheduler_step == "batch" else None
     for epoch in _epochs(start, num_epochs, progress):
-        if not train_and_validate(
-            model, train_loader, val_loader, loss_fn, optimizer, device, history
-        ):
-            break  # the training loss is not finite: history["diverged"] says so
-        if scheduler is not None:
+        history["lr"].append(optimizer.param_groups[0]["lr"])  # the rate the epoch starts with
+        train_loss = train_one_epoch(
+            model, train_loader, loss_fn, optimizer, device, scheduler=per_batch,
+            autocast_dtype=autocast_dtype, scaler=scaler, memory_format=memory_format,
+            on_step=on_step,
+        )  # fmt: skip
+        history["train_loss"].append(train_loss)
+        if not math.isfinite(train_loss):
+            history["diverged"] = True  # reported, not raised: a sweep survives its bad members
+            break
+        val_loss, val_acc = evaluate(
+            model, val_loader, loss_fn, device,
+            autocast_dtype=autocast_dtype, memory_format=memory_format,
+        )  # fmt: skip
+        history["val_loss"].append(val_loss)
+        history["val_acc"].append(val_acc)
+        if scheduler is not None and scheduler_step == "epoch":
             scheduler.step()
-        if early_stopping is not None and early_stopping.step(epoch, history["val_acc"][-1], model):
+        if early_stopping is not None and early_stopping.step(epoch, val_acc, model):
             history["stopped_early"] = True
         last = epoch == num_epochs or history["stopped_early"]
         if checkpointer is not None and checkpointer.due(epoch, last):
@@ -161,25 +213,19 @@ def fit(
     return history
 
 
-def train_and_validate(
-    model: nn.Module,
-    train_loader: Iterable,
-    val_loader: Iterable,
-    loss_fn: Callable,
-    optimizer: torch.optim.Optimizer,
-    device: torch.device | str,
-    history: dict,
-) -> bool:
-    """One epoch of `fit`, appended to `history`; False if the training loss is not finite."""
-    history["lr"].append(optimizer.param_groups[0]["lr"])
-    history["train_loss"].append(train_one_epoch(model, train_loader, loss_fn, optimizer, device))
-    if not math.isfinite(history["train_loss"][-1]):
-        history["diverged"] = True  # reported, not raised: a sweep survives its bad members
-        return False
-    val_loss, val_acc = evaluate(model, val_loader, loss_fn, device)
-    history["val_loss"].append(val_loss)
-    history["val_acc"].append(val_acc)
-    return True
+def _check_scheduler_step(scheduler: LRScheduler | None, scheduler_step: str | None) -> None:
+    """A scheduler needs to be told when it steps; `scheduler_step` alone is a mistake too."""
+    if scheduler is None:
+        if scheduler_step is not None:
+            raise ValueError(f"scheduler_step={scheduler_step!r} was given without a scheduler.")
+        return
+    if scheduler_step not in SCHEDULER_STEPS:
+        raise ValueError(
+            f"Say when the scheduler steps, scheduler_step='batch' or 'epoch' (got "
+            f"{scheduler_step!r}): 'batch' steps it after every optimizer step (OneCycleLR, a "
+            "cosine schedule built with total_steps = num_epochs * len(train_loader)); 'epoch' "
+            "steps it once after each epoch (StepLR, a schedule counted in epochs)."
+        )
 
 
 def _epochs(start: int, num_epochs: int, progress: bool) -> Iterable[int]:
@@ -192,7 +238,8 @@ def _epochs(start: int, num_epochs: int, progress: bool) -> Iterable[int]:
     return epochs
 
 
-# What fit does at the end of an epoch besides training: stop early (notebooks/06_tuning.ipynb), save (notebooks/07_saving_and_loading.ipynb)
+# What fit does at the end of an epoch besides training: stop early (notebooks/06_tuning.ipynb)
+# and save (notebooks/07_saving_and_loading.ipynb).
 class EarlyStopping:
     """Stop after `patience` epochs in a row without a gain of more than `min_delta` on the best.
 
@@ -307,11 +354,24 @@ class Checkpointer:
         scheduler,
         generator: torch.Generator | None,
         early_stopping: EarlyStopping | None,
+        scaler: torch.amp.GradScaler | None = None,
     ) -> None:
-        """The checkpoint (with the early-stopping state), then the history it holds, as JSON."""
-        extra = {"early_stopping": early_stopping.state_dict()} if early_stopping else None
+        """The checkpoint (with the early-stopping and GradScaler states), then its history, as JSON."""
+        extra = {}
+        if early_stopping is not None:
+            extra["early_stopping"] = early_stopping.state_dict()
+        if scaler is not None:  # its scale: resuming without it skips steps again (chapter 08)
+            extra["grad_scaler"] = scaler.state_dict()
         save_checkpoint(
-            self.path, model, optimizer, epoch, self.config, scheduler, history, generator, extra
+            self.path,
+            model,
+            optimizer,
+            epoch,
+            self.config,
+            scheduler,
+            history,
+            generator,
+            extra or None,
         )
         text = json.dumps(history, indent=1) + "\n"
         atomic_write(self.run_dir / "history.json", lambda file: file.write(text.encode()))
@@ -323,6 +383,7 @@ class Checkpointer:
         scheduler,
         generator: torch.Generator | None,
         early_stopping: EarlyStopping | None,
+        scaler: torch.amp.GradScaler | None = None,
     ) -> tuple[dict, int]:
         """Load the checkpoint into these objects; return (history so far, next epoch)."""
         checkpoint = load_checkpoint(
@@ -339,4 +400,12 @@ class Checkpointer:
                     "early_stopping, so it cannot resume with it."
                 )
             early_stopping.load_state_dict(state)
+        if scaler is not None:
+            state = (checkpoint.get("extra") or {}).get("grad_scaler")
+            if state is None:
+                raise CheckpointError(
+                    f"{self.path} holds no GradScaler state: the run was saved without a scaler, "
+                    "so it cannot resume with one."
+                )
+            scaler.load_state_dict(state)
         return checkpoint["history"], checkpoint["epoch"] + 1
