@@ -29,7 +29,6 @@ from utils.distributed import (
     check_sync_bn,
     counting_allreduce_hook,
     evaluate,
-    parse_script_args,
     pick_backend,
     save_and_reload,
     time_allreduce,
@@ -218,21 +217,20 @@ def test_by_hand_functions_from_a_learners_file(one_rank_group, tmp_path):
         by_hand_functions(tmp_path / "missing.py")
 
 
-def test_script_options_add_eval_and_allreduce_timing_off_by_default(capsys):
-    args = parse_script_args(["--out", "r", "--steps", "3"])
+def test_measure_options_eval_and_allreduce_timing_are_off_by_default(capsys):
+    args = parse_args(["--out", "r", "--steps", "3"])
     assert (args.eval_limit, args.time_allreduce, args.steps) == (0, 0, 3)
-    assert vars(parse_args(["--out", "r", "--steps", "3"])).items() <= vars(args).items()
-    args = parse_script_args(["--eval-limit", "101", "--out", "r", "--time-allreduce", "5"])
+    args = parse_args(["--eval-limit", "101", "--out", "r", "--time-allreduce", "5"])
     assert (args.eval_limit, args.time_allreduce) == (101, 5)
     with pytest.raises(SystemExit):
-        parse_script_args(["--out", "r", "--eval-limit", "-1"])
+        parse_args(["--out", "r", "--eval-limit", "-1"])
     assert "--eval-limit must be >= 0, got -1" in capsys.readouterr().err
 
 
-def test_script_switches_count_allreduce_and_sync_every_micro_batch_are_off_by_default():
-    args = parse_script_args(["--out", "r"])
+def test_switches_count_allreduce_and_sync_every_micro_batch_are_off_by_default():
+    args = parse_args(["--out", "r"])
     assert (args.count_allreduce, args.sync_every_micro_batch) == (False, False)
-    args = parse_script_args(["--count-allreduce", "--out", "r", "--sync-every-micro-batch"])
+    args = parse_args(["--count-allreduce", "--out", "r", "--sync-every-micro-batch"])
     assert (args.count_allreduce, args.sync_every_micro_batch) == (True, True)
 
 

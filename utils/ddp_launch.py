@@ -23,7 +23,7 @@ MODELS = ("mlp", "cnn")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The options of one DDP run, checked; every rank parses the same command line."""
+    """The options of one DDP run, checked: the one parser of utils.distributed, which every rank runs."""
     parser = argparse.ArgumentParser(
         description="Train on Fashion-MNIST with DDP (run via torchrun)."
     )
@@ -63,6 +63,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="demo of a hang: after training, every other rank calls all_reduce and this one does not",
     )
+    parser.add_argument(
+        "--eval-limit",
+        type=int,
+        default=0,
+        help="after training: split the first N test images across the ranks and all-reduce the counts",
+    )
+    parser.add_argument(
+        "--time-allreduce",
+        type=int,
+        default=0,
+        help="after training: time K all-reduces of a buffer the size of the model's gradient",
+    )
+    parser.add_argument(
+        "--count-allreduce",
+        action="store_true",
+        help="count the gradient all-reduces DDP launches, with a communication hook",
+    )
+    parser.add_argument(
+        "--sync-every-micro-batch", action="store_true",
+        help="drop no_sync() in gradient accumulation, to show what it saves",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.by_hand_from is not None:
         args.by_hand = True
@@ -71,6 +92,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("steps", "batch_size", "accum_steps", "train_limit"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    for name in ("eval_limit", "time_allreduce"):  # 0 is off
+        if getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     return args
 
 

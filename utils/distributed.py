@@ -17,7 +17,7 @@ parameters, then an all-reduce of every gradient): the exercise "write your own 
 `--by-hand-from my_ddp.py` takes those two functions from a file of your own instead.
 `--skip-collective-on-rank R --timeout-s 3` shows a hang turned into an error: after training,
 every rank but R calls an all-reduce that R never joins, and the group's timeout ends it.
-Two options of this script's own measure after training: `--eval-limit N` splits the first N test
+Its options are parsed by `utils.ddp_launch.parse_args`, the one parser. Two measure after training: `--eval-limit N` splits the first N test
 images across the ranks (no padding) and all-reduces the counts of correct predictions and images;
 `--time-allreduce K` times K all-reduces of a buffer the size of the model's gradient.
 Two more are off by default too: `--count-allreduce` registers a DDP communication hook that counts
@@ -48,11 +48,6 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from utils.checkpoint import atomic_save
 from utils.ddp_launch import MODELS, parse_args
-
-# Defaults of the options that only this script reads (see parse_script_args): both off.
-MEASURE_DEFAULTS = {"eval_limit": 0, "time_allreduce": 0}
-# Switches that only this script reads: both off.
-SWITCH_DEFAULTS = {"count_allreduce": False, "sync_every_micro_batch": False}
 
 
 class Process(NamedTuple):
@@ -187,8 +182,7 @@ def train_steps(
         for xb, yb, idx in loader:
             micro += 1
             last_micro = micro % args.accum_steps == 0
-            sync_always = getattr(args, "sync_every_micro_batch", False)
-            skip_sync = not last_micro and not args.by_hand and not sync_always
+            skip_sync = not last_micro and not args.by_hand and not args.sync_every_micro_batch
             with ddp_model.no_sync() if skip_sync else nullcontext():  # DDP: sync on last only
                 loss = loss_fn(ddp_model(xb.to(proc.device)), yb.to(proc.device)) / args.accum_steps
                 loss.backward()
@@ -320,18 +314,12 @@ def train(args: argparse.Namespace) -> dict:
             device_ids = [proc.local_rank] if proc.backend == "nccl" else None  # DDP on GPUs
             ddp_model = DDP(model, device_ids=device_ids)  # DDP: wrap; copies rank 0's weights
         allreduce_count = {"calls": 0}
-        if getattr(args, "count_allreduce", False) and not args.by_hand:
+        if args.count_allreduce and not args.by_hand:
             ddp_model.register_comm_hook(allreduce_count, counting_allreduce_hook)
         after_wrap = cpu_state(model)
         history = train_steps(ddp_model, loader, args, proc)
-        measured = (
-            {"allreduce_calls": allreduce_count["calls"]}
-            if getattr(args, "count_allreduce", False)
-            else {}
-        )
-        eval_limit, repeats = (
-            getattr(args, name, MEASURE_DEFAULTS[name]) for name in MEASURE_DEFAULTS
-        )
+        measured = {"allreduce_calls": allreduce_count["calls"]} if args.count_allreduce else {}
+        eval_limit, repeats = args.eval_limit, args.time_allreduce
         if eval_limit:
             measured |= evaluate(getattr(ddp_model, "module", ddp_model), eval_limit, proc)
         if repeats:
@@ -354,25 +342,8 @@ def train(args: argparse.Namespace) -> dict:
     }
 
 
-def parse_script_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """utils.ddp_launch's options, plus --eval-limit and --time-allreduce (>= 0; 0 is off) and
-    the switches --count-allreduce and --sync-every-micro-batch (off unless given)."""
-    extra = argparse.ArgumentParser(add_help=False)
-    extra.add_argument("--eval-limit", type=int, default=MEASURE_DEFAULTS["eval_limit"])
-    extra.add_argument("--time-allreduce", type=int, default=MEASURE_DEFAULTS["time_allreduce"])
-    for name, default in SWITCH_DEFAULTS.items():
-        extra.add_argument(f"--{name.replace('_', '-')}", action="store_true", default=default)
-    measure, rest = extra.parse_known_args(argv)
-    args = parse_args(rest)
-    for name, value in vars(measure).items():
-        if name in MEASURE_DEFAULTS and value < 0:
-            extra.error(f"--{name.replace('_', '-')} must be >= 0, got {value}")
-        setattr(args, name, value)
-    return args
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_script_args(argv)
+    args = parse_args(argv)
     if "RANK" not in os.environ:
         sys.exit(
             "utils.distributed is a DDP entry point: start it with torchrun, e.g.\n"
