@@ -10,6 +10,7 @@ from utils.timing import (
     break_even_text,
     one_figure,
     pooled,
+    round_order,
     round_savings,
     spread,
     verdict,
@@ -30,6 +31,14 @@ def test_alternate_swaps_the_order_every_round():
     assert [r[0] for r in per_round] == ["a", "b", "a"]
     assert all(len(rounds) == 3 and all(len(r) == 2 for r in rounds) for rounds in times.values())
     assert len(pooled(times["a"])) == 6 and "6 calls in 3 rounds" in spread(times["a"])
+
+
+def test_round_order_is_the_order_alternate_times_in():
+    order = []
+    calls = {name: (lambda name=name: order.append(name)) for name in ("a", "b", "c")}
+    alternate(calls, rounds=3, repeat=1, warmup=0)
+    assert order == [name for i in range(3) for name in round_order(["a", "b", "c"], i)]
+    assert round_order(("a", "b", "c"), 1) == ["c", "b", "a"]  # any sequence, a list back
 
 
 def fake(eager_rounds, compiled_rounds):

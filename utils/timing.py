@@ -2,7 +2,7 @@
 
 - `time_call`, `summary`, `synchronize`: warm up, repeat, report medians (taught in
   notebooks/03_datasets_and_dataloaders.ipynb);
-- `alternate`, `spread`, `verdict`, `break_even`: two or more versions of a call timed in
+- `alternate` (`round_order`), `spread`, `verdict`, `break_even`: versions of a call timed in
   alternating rounds, so a machine that slows down favours none (notebooks/09_torch_compile.ipynb;
   also 08, 11, 13 and `tools.bench`).
 """
@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import torch
 
@@ -168,3 +169,12 @@ def verdict(times: dict[str, Rounds], base: str = "eager", other: str = "compile
     if faster == 0:
         return f"{other} slower in all {len(savings)} rounds"
     return f"within the noise: {other} faster in {faster} of {len(savings)} rounds"
+
+
+T = TypeVar("T")
+
+
+def round_order(items: Sequence[T], round_index: int) -> list[T]:
+    """The order of round `round_index` in `alternate`: as given, reversed in every other round;
+    for callers that time one call at a time and must go on when one fails (tools.bench's epochs)."""
+    return list(items) if round_index % 2 == 0 else list(items)[::-1]
