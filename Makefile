@@ -1,4 +1,5 @@
-# The PyTorch book. `make test` (or `make book`) sets everything up on first use; `make lab` to learn.
+# The PyTorch book. `make` lists the targets; `make test` (or `make book`) sets everything up on
+# first use; `make lab` to learn.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -7,7 +8,12 @@ BIN    := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 NBVAL  := $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with nbval.cfg
 
-.PHONY: setup lab book report test unit test-portable test-floor outputs student publish lint lock clean
+.PHONY: help setup lab book report test unit test-portable test-floor outputs student publish lint lock clean
+# Plain `make` lists the targets (it used to run setup; the README and pages always name one).
+.DEFAULT_GOAL := help
+
+help:  ## list the targets and what each does (plain `make` does this)
+	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
 
 # pip runs as `python -m pip`, and is put in first where the venv has none (`uv venv` without --seed).
 $(INSTALLED): requirements.txt constraints.txt pyproject.toml
@@ -82,5 +88,5 @@ lock: $(INSTALLED)  ## rewrite constraints.txt from .venv (after re-recording ou
 		| grep -vE '^(nvidia-|triton|cuda-|#|-e )' | grep -v pytorch-book-utils; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 
-clean:
+clean:  ## delete the built site (_build/) and the student copies (student/)
 	rm -rf _build student
