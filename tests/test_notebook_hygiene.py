@@ -1,10 +1,13 @@
 """Every notebook is a clean, complete chapter: listed in the toc, titled, run top to bottom, portable."""
 
+import ast
 import json
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
 from tests.helpers import ALLOWED_TAGS, MACHINE_PATH, NOTEBOOK_DIR, SOLUTION_TAGS, toc_files
 from tests.helpers import REPO_ROOT as ROOT
@@ -18,6 +21,28 @@ def load(path: Path) -> dict:
 
 def code_cells(nb: dict) -> list[dict]:
     return [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+
+
+@cache
+def _ipython() -> TransformerManager:
+    return TransformerManager()
+
+
+def count_asserts(source: str) -> int:
+    """The `assert` statements in one code cell, as the kernel runs it: magics and shell lines
+    (`%pip`, `!ls`) are turned into Python the way IPython does first; a comment or a string
+    saying "assert" is no assert, and neither is the body of a cell magic (`%%time`). A cell that
+    is not valid Python counts 0."""
+    try:
+        tree = ast.parse(_ipython().transform_cell(source))
+    except SyntaxError:
+        return 0
+    return sum(isinstance(node, ast.Assert) for node in ast.walk(tree))
+
+
+def cells_with_asserts(nb: dict) -> int:
+    """How many code cells of a notebook hold at least one real assert statement."""
+    return sum(count_asserts("".join(cell["source"])) > 0 for cell in code_cells(nb))
 
 
 def test_there_are_notebooks():
@@ -84,5 +109,25 @@ def test_template_parts(path):
     tagged = [set(cell.get("metadata", {}).get("tags", [])) for cell in code_cells(nb)]
     assert any(SOLUTION_TAGS & tags for tags in tagged), "exercise solutions are folded"
     assert any("parameters" in tags for tags in tagged), "one cell tagged parameters"
-    asserts = sum("assert " in s for s in sources)
-    assert asserts >= 3, "claims are checked with assert"
+    assert cells_with_asserts(nb) >= 3, "claims are checked with assert (in at least 3 cells)"
+
+
+def test_count_asserts_counts_statements_not_the_word():
+    assert count_asserts("x = 1\nassert x == 1, 'one'\nassert x") == 2
+    assert count_asserts("# assert x == 1\nprint('assert x')  # a comment and a string") == 0
+    assert count_asserts("if True:\n    %pip install --quiet {source}\n    assert 1 + 1 == 2") == 1
+    assert count_asserts("!ls\nfiles = !ls\nassert files") == 1
+    assert count_asserts("def check(x):\n    assert x > 0\n\ncheck(1)") == 1
+    assert count_asserts("%%time\nassert True") == 0  # the body of a cell magic is a string
+    assert count_asserts("assert (") == 0  # not Python: counted as no assert, not a crash
+
+
+def test_a_chapter_whose_asserts_are_only_comments_fails_the_template():
+    def cell(source: str, cell_type: str = "code") -> dict:
+        return {"cell_type": cell_type, "source": [source], "metadata": {}, "outputs": []}
+
+    claims = [cell(f"y = {n}  # assert y == {n}") for n in range(3)]
+    prose = cell("We assert that y is small.", "markdown")
+    assert cells_with_asserts({"cells": [prose, *claims]}) == 0
+    checked = [cell(f"y = {n}\nassert y == {n}") for n in range(3)]
+    assert cells_with_asserts({"cells": [prose, *claims, *checked]}) == 3

@@ -380,27 +380,83 @@ def test_pages_fit_a_phone_screen(browser, base_url: str, html_dir: Path) -> Non
     assert not too_wide, f"pages wider than {PHONE['width']} px on a phone: {too_wide}"
 
 
+def page_title(doc: str) -> str:
+    """The title a page's <h1> shows: the first `# ` line of its notebook or Markdown source."""
+    if is_notebook(doc):
+        source = nbformat.read(REPO_ROOT / f"{doc}.ipynb", as_version=4).cells[0].source
+    else:
+        source = (REPO_ROOT / f"{doc}.md").read_text(encoding="utf-8")
+    title = next(line for line in source.splitlines() if line.startswith("# "))
+    return title.removeprefix("# ").replace("`", "").strip()
+
+
+def drawn_share(path: Path) -> float:
+    """The share of a screenshot's pixels that differ from its most common colour (the
+    background): about 0 for a blank page, a few percent for a page of text."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        pixels = image.convert("RGB")
+        colours = pixels.getcolors(maxcolors=pixels.width * pixels.height)
+    background = max(count for count, _ in colours)
+    return 1 - background / (pixels.width * pixels.height)
+
+
+MIN_DRAWN = 0.05  # a blank page, or one showing only its title, has under 2%; a real one over 10%
+
+
+def test_drawn_share_tells_a_blank_page_from_a_drawn_one(tmp_path: Path) -> None:
+    from PIL import Image, ImageDraw
+
+    blank, drawn = tmp_path / "blank.png", tmp_path / "drawn.png"
+    Image.new("RGB", (100, 100), "white").save(blank)
+    image = Image.new("RGB", (100, 100), "white")
+    ImageDraw.Draw(image).rectangle((0, 0, 9, 99), fill="black")  # 10 of 100 columns
+    image.save(drawn)
+    assert drawn_share(blank) == 0
+    assert drawn_share(drawn) == pytest.approx(0.1)
+
+
 def test_screenshots(browser, base_url: str, html_dir: Path) -> None:
-    """Landing page, chapter 05 and the run report at desktop and phone width, for human eyes."""
-    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    """Landing page, chapter 05 and the run report at desktop and phone width, for human eyes.
+
+    Each is taken after the page shows its own title, and must not be blank; the folder is
+    emptied first, so what is checked is what this run wrote."""
+    shutil.rmtree(SCREENSHOT_DIR, ignore_errors=True)
+    SCREENSHOT_DIR.mkdir(parents=True)
     docs = {
         "landing": toc_files()[0],
         "chapter05": "notebooks/05_cnn_fashion_mnist",
         "run_report": "book/run_report",
     }
+    written, problems = [], {}
     for name, doc in docs.items():
         if not (html_dir / f"{doc}.html").is_file():
             pytest.fail(f"{doc}.html is missing from the built site")
         for label, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
             page = new_page(browser, base_url, viewport)
             page.goto(base_url + f"{doc}.html", wait_until="load")
-            page.screenshot(path=str(SCREENSHOT_DIR / f"{name}_{label}.png"))
+            heading = page.locator("article h1").first
+            shown = heading.inner_text() if heading.count() else "(no <h1> in the article)"
+            if page_title(doc) not in shown or not heading.is_visible():
+                problems[f"{name}_{label}"] = f"title {page_title(doc)!r} not shown, got {shown!r}"
+            shots = [(SCREENSHOT_DIR / f"{name}_{label}.png", None)]
             folded = page.locator(".cell.tag_hide-cell, .cell.tag_hide-input")
             if name == "chapter05" and folded.count():
-                folded.first.scroll_into_view_if_needed()
-                page.screenshot(path=str(SCREENSHOT_DIR / f"{name}_exercise_{label}.png"))
+                shots.append((SCREENSHOT_DIR / f"{name}_exercise_{label}.png", folded.first))
+            for path, target in shots:
+                if target is not None:
+                    target.scroll_into_view_if_needed()
+                page.screenshot(path=str(path))
+                written.append(path)
             page.context.close()
-    assert len(list(SCREENSHOT_DIR.glob("*.png"))) >= 2 * len(docs)
+    assert not problems, problems
+    assert "chapter05_exercise_desktop.png" in {path.name for path in written}, (
+        "chapter 05 shows no folded exercise solution to photograph"
+    )
+    assert sorted(SCREENSHOT_DIR.glob("*.png")) == sorted(written)
+    blank = {p.name: f"{drawn_share(p):.1%} drawn" for p in written if drawn_share(p) < MIN_DRAWN}
+    assert not blank, f"screenshots of (nearly) blank pages: {blank}"
 
 
 def test_site_has_a_search_index(html_dir: Path) -> None:
