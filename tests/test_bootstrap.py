@@ -31,13 +31,18 @@ def test_every_chapter_starts_with_the_bootstrap_cell(path: Path):
         "run `python -m tools.bootstrap`, then `make outputs`"
     )
     assert first.outputs == [], "inside a set-up clone the cell prints nothing"
+    assert "hide-cell" in first.metadata.get("tags", []), "the site folds the install cell"
 
 
 def test_apply_inserts_once_then_refreshes():
     nb = new_notebook(cells=[new_markdown_cell("# 99 · T"), new_code_cell("x = 1")])
     assert apply(nb, bootstrap_source("https://github.com/a/b"))
     assert nb.cells[1].source.startswith(MARKER) and nb.cells[2].source == "x = 1"
+    assert nb.cells[1].metadata["tags"] == ["hide-cell"]
     assert not apply(nb, bootstrap_source("https://github.com/a/b"))
+    nb.cells[1].metadata["tags"] = []  # an unfolded cell is folded again
+    assert apply(nb, bootstrap_source("https://github.com/a/b"))
+    assert nb.cells[1].metadata["tags"] == ["hide-cell"]
     assert apply(nb, bootstrap_source("https://github.com/c/d"))
     assert len(nb.cells) == 3 and "github.com/c/d" in nb.cells[1].source
 

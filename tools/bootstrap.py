@@ -41,17 +41,25 @@ def bootstrap_source(url: str) -> str:
     )
 
 
+FOLDED = "hide-cell"  # the site folds the install cell: a page opens on the chapter, not on pip
+
+
 def apply(nb, source: str) -> bool:
-    """Put `source` in the notebook's first code cell (inserting one if needed); True if changed."""
+    """Put `source` in the notebook's first code cell (inserting one if needed), folded on the site;
+    True if changed."""
     from nbformat.v4 import new_code_cell
 
     first = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
     if nb.cells[first].source.startswith(MARKER):
-        if nb.cells[first].source == source:
+        cell = nb.cells[first]
+        tags = cell.metadata.setdefault("tags", [])
+        if cell.source == source and FOLDED in tags:
             return False
-        nb.cells[first].source = source
+        cell.source = source
+        if FOLDED not in tags:
+            tags.append(FOLDED)
     else:
-        nb.cells.insert(first, new_code_cell(source))
+        nb.cells.insert(first, new_code_cell(source, metadata={"tags": [FOLDED]}))
     return True
 
 
