@@ -1,9 +1,12 @@
-"""Tests of utils.timing: alternating order, savings per round, the break-even and its rounding."""
+"""Tests of utils.timing: alternating order (and what runs around each turn), savings per round,
+the break-even and its rounding."""
 
 import math
+from contextlib import contextmanager
 
 import pytest
 
+from utils import timing
 from utils.timing import (
     alternate,
     break_even,
@@ -89,4 +92,37 @@ def test_break_even_is_at_least_one_call_and_keys_can_be_named():
     assert verdict(times, "default", "graphs") == "graphs faster in all 1 rounds"
     assert break_even_text(1.0, 1.0, math.inf, unit="epochs").startswith(
         "between 1 epoch and never"
+    )
+
+
+def test_alternate_runs_each_turn_inside_around_and_times_only_the_calls(monkeypatch):
+    clock, log = [0.0], []  # a fake clock: only what advances it takes time
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+
+    @contextmanager
+    def around(name):
+        log.append(f"enter {name}")
+        clock[0] += 100.0  # a slow start and stop (a profiler's), which must not be timed
+        yield
+        clock[0] += 100.0
+        log.append(f"exit {name}")
+
+    def call(name):
+        def run():
+            log.append(name)
+            clock[0] += 0.5
+
+        return run
+
+    times = alternate({"a": call("a"), "b": call("b")}, rounds=2, repeat=2, warmup=1, around=around)
+    turn = ["enter {0}", "{0}", "{0}", "{0}", "exit {0}"]  # 1 warm-up + 2 timed calls, inside
+    assert log == [step.format(name) for name in ("a", "b", "b", "a") for step in turn]
+    assert times == {"a": [[0.5, 0.5], [0.5, 0.5]], "b": [[0.5, 0.5], [0.5, 0.5]]}
+
+
+def test_spread_prints_the_decimals_asked_for():
+    rounds = [[0.000061, 0.000062], [0.000066, 0.000081]]  # quartiles 61.25, 64 and 77.25 us
+    assert spread(rounds) == "median 0.06 ms (quartiles 0.06-0.08, 4 calls in 2 rounds)"
+    assert (
+        spread(rounds, digits=3) == "median 0.064 ms (quartiles 0.061-0.077, 4 calls in 2 rounds)"
     )

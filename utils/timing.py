@@ -13,6 +13,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
 import torch
@@ -79,14 +80,20 @@ def alternate(
     repeat: int,
     device: torch.device | str = "cpu",
     warmup: int = 2,
+    around: Callable[[str], AbstractContextManager] | None = None,
 ) -> dict[str, Rounds]:
     """Time each callable in `rounds` rounds of `repeat` calls (after `warmup` untimed calls each),
-    the order reversed in every other round, so a machine that slows down favours none of them."""
+    the order reversed in every other round, so a machine that slows down favours none of them.
+
+    With `around`, each turn of `name` (its warm-up and timed calls) runs inside the context
+    `around(name)`, entered and left outside the timer: a profiler, say (notebooks/13_profiling.ipynb).
+    """
     times: dict[str, Rounds] = {name: [] for name in calls}
     for round_index in range(rounds):
         order = list(calls) if round_index % 2 == 0 else list(calls)[::-1]
         for name in order:
-            result = time_call(calls[name], warmup=warmup, repeat=repeat, device=device)
+            with around(name) if around is not None else nullcontext():
+                result = time_call(calls[name], warmup=warmup, repeat=repeat, device=device)
             times[name].append(result["times_s"])
     return times
 
@@ -96,11 +103,12 @@ def pooled(rounds: Rounds) -> list[float]:
     return [seconds for round_times in rounds for seconds in round_times]
 
 
-def spread(rounds: Rounds) -> str:
-    """The median and quartiles of all calls, in ms, and how many calls and rounds they came from."""
+def spread(rounds: Rounds, digits: int = 2) -> str:
+    """The median and quartiles of all calls, in ms to `digits` decimals, and how many calls and
+    rounds they came from."""
     q1, median, q3 = statistics.quantiles(pooled(rounds), n=4)
     return (
-        f"median {median * 1e3:.2f} ms (quartiles {q1 * 1e3:.2f}-{q3 * 1e3:.2f}, "
+        f"median {median * 1e3:.{digits}f} ms (quartiles {q1 * 1e3:.{digits}f}-{q3 * 1e3:.{digits}f}, "
         f"{len(pooled(rounds))} calls in {len(rounds)} rounds)"
     )
 
