@@ -40,7 +40,7 @@ report: $(INSTALLED)  ## write book/run_report.md from the notebooks' recorded r
 TEST_WORKERS ?= 2
 test: $(INSTALLED)  ## everything: unit tests, strict nbval over every notebook, hygiene, the site in a browser
 	OMP_NUM_THREADS=1 $(NBVAL) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
-		notebooks/05_cnn_fashion_mnist.ipynb notebooks/06_tuning.ipynb tests notebooks
+		notebooks/06_training_a_cnn.ipynb notebooks/07_tuning.ipynb tests notebooks
 
 unit: $(INSTALLED)  ## the fast tier (under a minute): unit and hygiene tests, no notebooks, no site, no slow tests
 	$(BIN)/pytest tests -m "not slow" --ignore=tests/test_site.py -q

@@ -347,11 +347,11 @@ def test_a_failing_sliced_base_leaves_its_changes_unavailable(monkeypatch, tmp_p
     results, limits = fake_train(monkeypatch, {"sliced": 1})
     text = report_of(results, limits)
     row = table(text)
-    sliced = row["chapter 05's loader"]
+    sliced = row["chapter 06's loader"]
     assert sliced[2:] == ["failed", "-", "-", "-", "-"]
     assert "Failed: sliced, in round 1 (RuntimeError: in sliced); the ratios of " in text
     assert "sliced-64, sliced-256, sliced-tuned, compiled, bf16 to it are unavailable." in text
-    tuned = row["sliced batches, float32, ReLU after pooling (chapter 05's model)"]
+    tuned = row["sliced batches, float32, ReLU after pooling (chapter 06's model)"]
     assert tuned[3:5] == ["6.00x (6.00-6.00)", "unavailable"]  # 600 / 100 vs the baseline
     assert row["sliced batches, bfloat16 autocast"][4] == "unavailable"
     assert row["sliced batches, bfloat16 autocast, torch.compile"][4] == "1.50x (1.50-1.50)"

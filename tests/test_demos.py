@@ -1,4 +1,4 @@
-"""Tests of utils.demos.worker_crash: the failing DataLoader shown in notebooks/12_error_gallery.ipynb."""
+"""Tests of utils.demos.worker_crash: the failing DataLoader shown in notebooks/14_error_gallery.ipynb."""
 
 import multiprocessing
 import re

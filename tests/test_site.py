@@ -426,7 +426,7 @@ def test_screenshots(browser, base_url: str, html_dir: Path) -> None:
     SCREENSHOT_DIR.mkdir(parents=True)
     docs = {
         "landing": toc_files()[0],
-        "chapter05": "notebooks/05_cnn_fashion_mnist",
+        "chapter05": "notebooks/05_convolutions",
         "run_report": "book/run_report",
     }
     written, problems = [], {}

@@ -184,7 +184,7 @@ def _setup_lines(setups: list[tuple], runs: list[dict]) -> list[str]:
         f"The notebooks were executed on {span}.",
         "The CPU instruction set is recorded because speed ratios can depend on it: bfloat16",
         "arithmetic is native only on CPUs with bfloat16 instructions and emulated elsewhere.",
-        f"Chapter 08's speed ratio was measured only on {which}, so on your machine it may come",
+        f"Chapter 09's speed ratio was measured only on {which}, so on your machine it may come",
         "out differently.",
     ]
     notes = [note for setup in setups if (note := _cuda_on_cpu_note(setups, setup))]

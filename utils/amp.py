@@ -1,4 +1,4 @@
-"""Mixed precision by device: which 16-bit type, whether a GradScaler. Taught in notebooks/08_mixed_precision.ipynb.
+"""Mixed precision by device: which 16-bit type, whether a GradScaler. Taught in notebooks/09_mixed_precision.ipynb.
 
 The policy: bfloat16 without a scaler wherever the device computes bfloat16 (CUDA GPUs from compute
 capability 8.0, AMD GPUs under ROCm when torch says so, Intel XPUs, CPUs), float16 with a

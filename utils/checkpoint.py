@@ -1,4 +1,4 @@
-"""Checkpoints: one dict, written atomically, loaded safely. Taught in notebooks/07_saving_and_loading.ipynb.
+"""Checkpoints: one dict, written atomically, loaded safely. Taught in notebooks/08_saving_and_loading.ipynb.
 
 A checkpoint holds the model, the optimizer (and scheduler), the epoch, the run config, the
 history so far and every random-number state, so training resumed from it continues exactly as

@@ -1,4 +1,4 @@
-"""One typed config per run and a timestamped run directory. Taught in notebooks/07_saving_and_loading.ipynb."""
+"""One typed config per run and a timestamped run directory. Taught in notebooks/08_saving_and_loading.ipynb."""
 
 from __future__ import annotations
 

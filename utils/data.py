@@ -1,7 +1,7 @@
 """Real Fashion-MNIST, found offline where a copy exists. Taught in notebooks/03_datasets_and_dataloaders.ipynb.
 
 Also here: the IDX file reader with its checks (`read_idx`, `DataError`), and batches sliced from
-tensors already in memory (`TensorBatches`, `random_hflip`, notebooks/05_cnn_fashion_mnist.ipynb).
+tensors already in memory (`TensorBatches`, `random_hflip`, notebooks/05_convolutions.ipynb).
 
 Where the data comes from, in this order:
 1. `<root>/FashionMNIST/raw/` already prepared (root: argument, else $FASHION_MNIST_ROOT,
@@ -228,7 +228,7 @@ def read_idx(path: Path, magic: int, count: int) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
 
 
-# Shuffled mini-batches sliced from tensors already in memory, and a per-image random flip (notebooks 03 and 05)
+# Shuffled mini-batches sliced from tensors already in memory, and a per-image random flip (notebooks 03 and 06)
 Augment = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 
 

@@ -1,4 +1,4 @@
-"""Start a DDP run and predict what its ranks will see. Taught in notebooks/10_distributed_ddp.ipynb.
+"""Start a DDP run and predict what its ranks will see. Taught in notebooks/11_distributed_ddp.ipynb.
 
 The training itself is `utils.distributed`, run once per rank by torchrun. This module is its
 command line: the options every rank parses, the torchrun command that starts the ranks, the

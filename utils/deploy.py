@@ -1,4 +1,4 @@
-"""Export a trained model to one self-contained ONNX file. Taught in notebooks/11_onnx_deployment.ipynb.
+"""Export a trained model to one self-contained ONNX file. Taught in notebooks/12_onnx_deployment.ipynb.
 
 The export side needs torch; running the exported file does not: see `utils.onnx_predict`
 (`OnnxPredictor`), which uses ONNX Runtime and NumPy only.
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # (newer opsets are converted from it). A runtime's compatibility has two columns, the highest
 # opset it implements and the highest IR version (file format version) it reads: the exporter
 # writes IR 10, which ONNX Runtime reads from 1.18 on (1.14-1.17 run opset 18 but refuse IR 10;
-# lower `ir_version` on the saved model for them, see notebooks/11_onnx_deployment.ipynb).
+# lower `ir_version` on the saved model for them, see notebooks/12_onnx_deployment.ipynb).
 DEFAULT_OPSET = 18
 
 

@@ -2,7 +2,7 @@
 
 `get_device` picks cuda -> mps -> xpu -> cpu; `cpu_model`, `cpu_instructions` and
 `cpu_native_bfloat16` say what the CPU is and whether bfloat16 autocast can be fast on it
-(notebooks/08_mixed_precision.ipynb).
+(notebooks/09_mixed_precision.ipynb).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def get_device(prefer: str | None = None) -> torch.device:
     return device
 
 
-# What the CPU can do: its name, the vector instructions torch uses, whether bfloat16 is native (notebooks/08_mixed_precision.ipynb)
+# What the CPU can do: its name, the vector instructions torch uses, whether bfloat16 is native (notebooks/09_mixed_precision.ipynb)
 def cpu_model() -> str:
     """The CPU's marketing name where the OS tells it (Linux), else the architecture."""
     try:

@@ -1,4 +1,4 @@
-"""Data-parallel training with DistributedDataParallel (DDP). Taught in notebooks/10_distributed_ddp.ipynb.
+"""Data-parallel training with DistributedDataParallel (DDP). Taught in notebooks/11_distributed_ddp.ipynb.
 
 One process per device; each process (rank) trains on its own shard of every batch and DDP
 averages the gradients across ranks in backward, so every rank takes the same optimizer step.

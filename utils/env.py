@@ -1,6 +1,6 @@
 """The environment report: what is installed and what actually computes. Taught in notebooks/00_environment.ipynb.
 
-`environment()` is the short form a run directory records (notebooks/07_saving_and_loading.ipynb).
+`environment()` is the short form a run directory records (notebooks/08_saving_and_loading.ipynb).
 
 Run it from a terminal with `python -m utils.env`.
 """

@@ -28,11 +28,11 @@ class MLP(nn.Module):
 
 
 class SimpleCNN(nn.Module):
-    """Two conv blocks and a classifier for 28x28 greyscale images. Taught in notebooks/05_cnn_fashion_mnist.ipynb."""
+    """Two conv blocks and a classifier for 28x28 greyscale images. Taught in notebooks/05_convolutions.ipynb."""
 
     def __init__(self, num_classes: int = 10, dropout: float = 0.25, relu_after_pool: bool = False):
         """`relu_after_pool=True` swaps each ReLU with the max-pooling after it: the same function and
-        the same parameter names, faster to train on a CPU (chapter 05 measures it)."""
+        the same parameter names, faster to train on a CPU (chapter 06 measures it)."""
         super().__init__()
         self.features = nn.Sequential(
             # 3x3 with padding 1 keeps 28: (B, 1, 28, 28) -> (B, 32, 28, 28)

@@ -1,4 +1,4 @@
-"""Run an exported model with ONNX Runtime and NumPy only: no torch. Taught in notebooks/11_onnx_deployment.ipynb.
+"""Run an exported model with ONNX Runtime and NumPy only: no torch. Taught in notebooks/12_onnx_deployment.ipynb.
 
 This module (and `utils/__init__.py`, which Python imports first) must never import torch, so the
 predictor works in a slim deployment image. From the command line:

@@ -1,4 +1,4 @@
-"""Plots the chapters reuse; each function returns the Figure. Taught in notebooks/05_cnn_fashion_mnist.ipynb.
+"""Plots the chapters reuse; each function returns the Figure. Taught in notebooks/05_convolutions.ipynb.
 
 Call `plt.show()` (or `display(fig)`) yourself: returning the figure keeps these functions free of
 side effects and lets a test inspect what was drawn.

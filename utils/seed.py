@@ -1,5 +1,5 @@
-"""Randomness: seed a run (notebooks/03_datasets_and_dataloaders.ipynb, 06_tuning) and capture or
-restore every random-number state for a checkpoint (`rng_state`, notebooks/07_saving_and_loading.ipynb).
+"""Randomness: seed a run (notebooks/03_datasets_and_dataloaders.ipynb, 07_tuning) and capture or
+restore every random-number state for a checkpoint (`rng_state`, notebooks/08_saving_and_loading.ipynb).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def make_generator(seed: int) -> torch.Generator:
     return generator
 
 
-# Every random-number state of a run, for a checkpoint (notebooks/07_saving_and_loading.ipynb)
+# Every random-number state of a run, for a checkpoint (notebooks/08_saving_and_loading.ipynb)
 def _mps_available() -> bool:
     return torch.backends.mps.is_available()
 

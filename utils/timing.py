@@ -3,8 +3,8 @@
 - `time_call`, `summary`, `synchronize`: warm up, repeat, report medians (taught in
   notebooks/03_datasets_and_dataloaders.ipynb);
 - `alternate` (`round_order`), `spread`, `verdict`, `break_even`: versions of a call timed in
-  alternating rounds, so a machine that slows down favours none (notebooks/09_torch_compile.ipynb;
-  also 08, 11, 13 and `tools.bench`).
+  alternating rounds, so a machine that slows down favours none (notebooks/10_torch_compile.ipynb;
+  also 09, 12, 13 and `tools.bench`).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def summary(result: dict, unit: str = "ms") -> str:
     )
 
 
-# Comparing two versions of a call fairly: alternating rounds, spread, verdict, break-even (taught in notebooks/09_torch_compile.ipynb)
+# Comparing two versions of a call fairly: alternating rounds, spread, verdict, break-even (taught in notebooks/10_torch_compile.ipynb)
 Rounds = list[list[float]]  # seconds per call, one list per round
 
 

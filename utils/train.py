@@ -1,9 +1,9 @@
 """The training loop the whole book uses, written inline in notebooks/04_training_loop.ipynb.
 
 `fit` (epochs, validation, history) calls `train_one_epoch` and `evaluate`; what later chapters
-change is a keyword: a scheduler stepped per batch or per epoch (05, 06), autocast and a
-GradScaler (08), a per-step callback, early stopping (`EarlyStopping`, 06) and checkpoints
-(`Checkpointer`, 07). `confusion_matrix` counts what `evaluate`'s predictions got wrong (05).
+change is a keyword: a scheduler stepped per batch or per epoch (06, 07), autocast and a
+GradScaler (09), a per-step callback, early stopping (`EarlyStopping`, 07) and checkpoints
+(`Checkpointer`, 08). `confusion_matrix` counts what `evaluate`'s predictions got wrong (06).
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ def train_one_epoch(
 ) -> float:
     """One pass over `loader`; returns the mean loss per example (`loss_fn` must average over its batch).
 
-    The loss is added up on the device and read once, at the end: no sync per step (chapter 08).
-    Options: `scheduler` is stepped after every optimizer step (a per-batch schedule, chapter 05);
+    The loss is added up on the device and read once, at the end: no sync per step (chapter 09).
+    Options: `scheduler` is stepped after every optimizer step (a per-batch schedule, chapter 06);
     `autocast_dtype` runs the forward pass under `torch.autocast` in that 16-bit type and `scaler`
-    (a `torch.amp.GradScaler`) scales the loss for float16 (chapter 08);
+    (a `torch.amp.GradScaler`) scales the loss for float16 (chapter 09);
     `memory_format=torch.channels_last` feeds NHWC images (convert the model too); `on_step(loss)`
     gets each step's detached batch loss, still on the device (`.item()` on it waits for the device).
     """
@@ -169,7 +169,7 @@ def fit(
     `memory_format` and `on_step` go to `train_one_epoch` (and the first two to `evaluate`).
     A non-finite training loss stops the run and sets history["diverged"] instead of crashing.
     `early_stopping` and `checkpointer` stop and save; `on_epoch_end(epoch, history)` runs last
-    in each epoch. Taught in notebooks/05_cnn_fashion_mnist.ipynb to 08.
+    in each epoch. Taught in notebooks/05_convolutions.ipynb to 08.
     """
     if not isinstance(num_epochs, int) or num_epochs < 1:
         raise ValueError(f"num_epochs must be an int >= 1, got {num_epochs!r}")
@@ -238,8 +238,8 @@ def _epochs(start: int, num_epochs: int, progress: bool) -> Iterable[int]:
     return epochs
 
 
-# What fit does at the end of an epoch besides training: stop early (notebooks/06_tuning.ipynb)
-# and save (notebooks/07_saving_and_loading.ipynb).
+# What fit does at the end of an epoch besides training: stop early (notebooks/07_tuning.ipynb)
+# and save (notebooks/08_saving_and_loading.ipynb).
 class EarlyStopping:
     """Stop after `patience` epochs in a row without a gain of more than `min_delta` on the best.
 
@@ -360,7 +360,7 @@ class Checkpointer:
         extra = {}
         if early_stopping is not None:
             extra["early_stopping"] = early_stopping.state_dict()
-        if scaler is not None:  # its scale: resuming without it skips steps again (chapter 08)
+        if scaler is not None:  # its scale: resuming without it skips steps again (chapter 09)
             extra["grad_scaler"] = scaler.state_dict()
         save_checkpoint(
             self.path,

@@ -14,7 +14,7 @@ busy machine slows all of them alike, and the fastest path is decided by those e
 ratio to the baseline), never by a probe. A path that fails is reported as failed, with its error;
 ratios to it are unavailable, and the other paths are still measured and reported.
 Inference: eager vs compiled vs ONNX Runtime at batch 1 and 64, on the CPU.
-Taught in notebooks/05_cnn_fashion_mnist.ipynb, 08_mixed_precision.ipynb, 09_torch_compile.ipynb.
+Taught in notebooks/05_convolutions.ipynb, 09_mixed_precision.ipynb, 10_torch_compile.ipynb.
 """
 
 from __future__ import annotations

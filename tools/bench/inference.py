@@ -26,7 +26,7 @@ class InferenceResult:
 
 
 def export_for_ort(model: nn.Module, folder: Path) -> Callable:
-    """Export `model` with utils.deploy and load it in ONNX Runtime, as chapter 11 does."""
+    """Export `model` with utils.deploy and load it in ONNX Runtime, as chapter 12 does."""
     path = export_onnx(model, folder / "model.onnx", torch.zeros(1, 1, 28, 28))
     predictor = OnnxPredictor(path)
 

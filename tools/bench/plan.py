@@ -15,14 +15,14 @@ BASELINE = (
     "a typical tutorial recipe: PIL transforms in the DataLoader, batch 64, 2 workers, float32"
 )
 RECIPE_BATCH, RECIPE_WORKERS, RECIPE_LR = 64, 2, 3e-4  # the recipe's DataLoader and Adam
-CHAPTER05_BATCH, CHAPTER05_LR = 128, 1e-3  # chapter 05's batch; Adam's default learning rate
-OTHER_BATCHES = (64, 256)  # tried against chapter 05's 128 in each precision; the lr scales
+CHAPTER06_BATCH, CHAPTER06_LR = 128, 1e-3  # chapter 06's batch; Adam's default learning rate
+OTHER_BATCHES = (64, 256)  # tried against chapter 06's 128 in each precision; the lr scales
 QUICK_BACKEND = "aot_eager"  # --quick traces with torch.compile but skips code generation
 
 
 def scaled_lr(batch_size: int) -> float:
-    """Chapter 05's learning rate scaled linearly with the batch size (the linear scaling rule)."""
-    return CHAPTER05_LR * batch_size / CHAPTER05_BATCH
+    """Chapter 06's learning rate scaled linearly with the batch size (the linear scaling rule)."""
+    return CHAPTER06_LR * batch_size / CHAPTER06_BATCH
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class PathSpec:
     channels_last: bool = False
     bf16: bool = False
     compile_mode: str | None = None  # a torch.compile mode; None runs eagerly
-    tuned: bool = False  # SimpleCNN(relu_after_pool=True): the same function, chapter 05's model
+    tuned: bool = False  # SimpleCNN(relu_after_pool=True): the same function, chapter 06's model
     base: str | None = None
 
 
@@ -46,7 +46,7 @@ def sliced_path(
     label: str,
     base: str,
     bf16: bool,
-    batch_size: int = CHAPTER05_BATCH,
+    batch_size: int = CHAPTER06_BATCH,
     compile_mode: str | None = None,
     tuned: bool = False,
 ) -> PathSpec:
@@ -72,15 +72,15 @@ def plan_paths(
 
     Each path after the baseline changes one thing of its `base`, so each row of the report
     answers one question: does this change pay on this machine? Per precision: sliced batches of
-    chapter 05's size, the same at each of `batches`, with the ReLU after pooling (`tuned`), and compiled.
+    chapter 06's size, the same at each of `batches`, with the ReLU after pooling (`tuned`), and compiled.
     """
     paths = [
         PathSpec("baseline", f"baseline: {BASELINE}", RECIPE_BATCH, RECIPE_LR, "recipe"),
         PathSpec(
             "dataloader",
             "cached tensors in a DataLoader (chapter 03), channels_last, float32",
-            CHAPTER05_BATCH,
-            CHAPTER05_LR,
+            CHAPTER06_BATCH,
+            CHAPTER06_LR,
             "dataloader",
             channels_last=True,
             base="baseline",
@@ -95,15 +95,15 @@ def plan_paths(
     if not use_compile:
         skipped.append("torch.compile paths: left out (--no-compile)")
     for key, precision, bf16, base in precisions:
-        first = "chapter 05's loader: cached tensors sliced into shuffled batches, channels_last, ReLU before pooling"
+        first = "chapter 06's loader: cached tensors sliced into shuffled batches, channels_last, ReLU before pooling"
         label = f"{first if not bf16 else 'sliced batches'}, {precision}"
         paths.append(sliced_path(key, label, base, bf16))
-        for batch in sorted(set(batches) - {CHAPTER05_BATCH}):
+        for batch in sorted(set(batches) - {CHAPTER06_BATCH}):
             label = (
                 f"sliced batches, {precision}, batch {batch}, learning rate {scaled_lr(batch):g}"
             )
             paths.append(sliced_path(f"{key}-{batch}", label, key, bf16, batch))
-        label = f"sliced batches, {precision}, ReLU after pooling (chapter 05's model)"
+        label = f"sliced batches, {precision}, ReLU after pooling (chapter 06's model)"
         paths.append(sliced_path(f"{key}-tuned", label, key, bf16, tuned=True))
         if use_compile:
             compiled = "compiled" if key == "sliced" else f"{key}-compiled"

@@ -1,4 +1,4 @@
-"""A DataLoader whose worker fails, run as a script to show the real message. Taught in notebooks/12_error_gallery.ipynb.
+"""A DataLoader whose worker fails, run as a script to show the real message. Taught in notebooks/14_error_gallery.ipynb.
 
 python -m utils.demos.worker_crash killed --num-workers 2   # a worker process dies
 python -m utils.demos.worker_crash raises --num-workers 2   # a worker raises an exception
