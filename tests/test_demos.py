@@ -1,4 +1,4 @@
-"""Tests of utils.demos.worker_crash: the failing DataLoader shown in notebooks/14_error_gallery.ipynb."""
+"""Tests of utils.demos: the failing DataLoader of notebooks/14_error_gallery.ipynb (worker_crash) and the spawn guard of notebooks/03 (spawn)."""
 
 import multiprocessing
 import re
@@ -129,3 +129,11 @@ def test_script_reports_a_killed_worker():
     worker_lines = [line for line in error_lines(result.stderr) if "DataLoader worker (pid" in line]
     assert worker_lines
     assert all("killed by signal" in line or "exited unexpectedly" in line for line in worker_lines)
+
+
+def test_spawn_demo_fails_without_the_guard_and_works_with_it():
+    from utils.demos import spawn
+
+    guarded, unguarded = spawn.run(guard=True), spawn.run(guard=False)
+    assert guarded.returncode == 0 and guarded.stdout.strip().endswith(": 140"), guarded.stderr
+    assert unguarded.returncode != 0 and "bootstrapping phase" in unguarded.stderr

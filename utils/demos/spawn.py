@@ -7,6 +7,7 @@ Taught in notebooks/03_datasets_and_dataloaders.ipynb. Run it from a terminal:
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import torch
@@ -24,6 +25,12 @@ class SquaresDataset(Dataset):
 
     def __getitem__(self, index: int) -> torch.Tensor:
         return torch.tensor(index**2)
+
+
+def run(guard: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run this script in a fresh Python process, with the guard or without it; capture its output."""
+    command = [sys.executable, "-m", "utils.demos.spawn"] + ([] if guard else ["--no-guard"])
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 
 def main(num_workers: int = 1) -> int:
