@@ -25,11 +25,16 @@ $(INSTALLED): requirements.txt constraints.txt pyproject.toml
 
 setup: $(INSTALLED)  ## create or refresh .venv: requirements.txt at the versions in constraints.txt
 
-lab: $(INSTALLED)  ## open JupyterLab on the notebooks
-	$(BIN)/jupyter lab notebooks/
+LAB_DIR ?= notebooks
+lab: $(INSTALLED)  ## open JupyterLab on the notebooks (the Chinese edition: make lab LAB_DIR=zh_CN/notebooks)
+	$(BIN)/jupyter lab $(LAB_DIR)/
 
-book: report  ## build the website into _build/html (stored outputs, no re-execution; warnings are errors)
+# The Chinese edition (zh_CN/, written by `python -m tools.translate build`) is its own book, built
+# beside the English one and copied under it, so its pages live at _build/html/zh_CN/.
+book: report  ## build the website into _build/html, the Chinese edition into _build/html/zh_CN (no re-execution; warnings are errors)
 	$(BIN)/jupyter-book build --all -W --keep-going .
+	$(BIN)/jupyter-book build --all -W --keep-going --path-output _build/zh_CN zh_CN
+	rm -rf _build/html/zh_CN && cp -R _build/zh_CN/_build/html _build/html/zh_CN
 
 report: $(INSTALLED)  ## write book/run_report.md from the notebooks' recorded runs and `headline` outputs
 	$(BIN)/python -m tools.report

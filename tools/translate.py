@@ -125,6 +125,7 @@ def notebook_units(nb: nbformat.NotebookNode, path: Path) -> list[Unit]:
 
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})\s*(\S*)")
 VERBATIM_DIRECTIVES = ("code", "code-block", "code-cell", "literalinclude", "math", "raw")
+LABEL = re.compile(r"^\(\S+\)=\s*$")  # a MyST target, `(name)=`, on its own line
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
@@ -177,7 +178,7 @@ def split_page(text: str) -> list[tuple[str, bool]]:
                 chunks.append((body[len(stripped) :], False))
             i = end + 1
             continue
-        if not line.strip():
+        if not line.strip() or LABEL.match(line):
             flush()
             chunks.append((line, False))
         elif HEADING.match(line) and not FENCE.match(line):
