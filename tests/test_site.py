@@ -6,6 +6,10 @@ site is served on 127.0.0.1 from a thread. Screenshots land in `_build/screensho
 Chromium the browser tests are skipped with a message naming what to install, except where the
 CI environment variable is set: there a missing browser fails them.
 
+The Chinese edition (zh_CN/, see tools/translate.py) is built the same way, as `make book` does,
+into _build/zh_CN and copied to _build/html/zh_CN/; its pages go through the same checks, named
+"zh_CN/<page>".
+
 Set BOOK_HTML_DIR=path/to/html to run the browser checks on an already built site (no build).
 """
 
@@ -27,8 +31,11 @@ from urllib.parse import urldefrag
 
 import nbformat
 import pytest
+import yaml
 
 from tests.helpers import REPO_ROOT, toc_files
+
+ZH = "zh_CN"  # the Chinese edition: its book in zh_CN/, its pages under _build/html/zh_CN/
 
 BUILD_DIR = REPO_ROOT / "_build"
 SCREENSHOT_DIR = BUILD_DIR / "screenshots"
@@ -77,6 +84,21 @@ def chromium_or_skip() -> str:
     pytest.skip(MISSING_CHROMIUM)
 
 
+def chinese_toc_files() -> list[str]:
+    """Every document of the Chinese edition's toc (zh_CN/_toc.yml), as "zh_CN/<doc>"."""
+    path = REPO_ROOT / ZH / "_toc.yml"
+    if not path.is_file():
+        return []
+    toc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    docs = [toc["root"]] + [ch["file"] for part in toc.get("parts", []) for ch in part["chapters"]]
+    return [f"{ZH}/{doc}" for doc in docs]
+
+
+def site_docs() -> list[str]:
+    """Every page of both editions: the English toc, then the Chinese one."""
+    return toc_files() + chinese_toc_files()
+
+
 def is_notebook(doc: str) -> bool:
     return (REPO_ROOT / f"{doc}.ipynb").is_file()
 
@@ -107,18 +129,21 @@ def site_build() -> dict:
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     shutil.rmtree(BUILD_DIR / "html", ignore_errors=True)
     shutil.rmtree(BUILD_DIR / ".doctrees", ignore_errors=True)
-    result = subprocess.run(
-        [str(jupyter_book), "build", "--all", "-W", "--keep-going", "."],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    return {
-        "html": BUILD_DIR / "html",
-        "returncode": result.returncode,
-        "log": result.stdout + result.stderr,
-    }
+    commands = [[str(jupyter_book), "build", "--all", "-W", "--keep-going", "."]]
+    if chinese_toc_files():  # as `make book`: the Chinese book beside, then under, the English
+        commands.append(
+            [str(jupyter_book), "build", "--all", "-W", "--keep-going"]
+            + ["--path-output", str(BUILD_DIR / ZH), ZH]
+        )
+    returncode, log = 0, ""
+    for command in commands:
+        result = subprocess.run(
+            command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200
+        )
+        returncode, log = returncode or result.returncode, log + result.stdout + result.stderr
+    if len(commands) > 1 and (BUILD_DIR / ZH / "_build" / "html").is_dir():
+        shutil.copytree(BUILD_DIR / ZH / "_build" / "html", BUILD_DIR / "html" / ZH)
+    return {"html": BUILD_DIR / "html", "returncode": returncode, "log": log}
 
 
 @pytest.fixture(scope="session")
@@ -153,8 +178,8 @@ def test_build_is_clean_and_has_every_page(site_build: dict) -> None:
     assert site_build["returncode"] == 0 and not warnings, (
         "jupyter-book build -W failed:\n" + "\n".join(warnings or log.splitlines()[-40:])
     )
-    missing = [doc for doc in toc_files() if not (site_build["html"] / f"{doc}.html").is_file()]
-    assert not missing, f"pages in _toc.yml with no HTML page: {missing}"
+    missing = [doc for doc in site_docs() if not (site_build["html"] / f"{doc}.html").is_file()]
+    assert not missing, f"pages in _toc.yml (or zh_CN/_toc.yml) with no HTML page: {missing}"
 
 
 # --- one pass of the browser over every page ---------------------------------------------------
@@ -207,15 +232,17 @@ COLLECT_JS = """() => ({
   download: [...document.querySelectorAll('a.btn-download-source-button')].map(a => a.href),
   links: [...document.querySelectorAll('a[href]')].map(a => a.href),
   folded: document.querySelectorAll('.cell.tag_hide-cell, .cell.tag_hide-input').length,
+  switch: [...document.querySelectorAll('p.bilingual-switch a')].map(a => a.href),
+  lang: document.documentElement.lang,
 })"""
 
 
 @pytest.fixture(scope="session")
 def visits(browser, base_url: str, html_dir: Path) -> dict:
-    """Open every page in the toc once at desktop width and record what the checks need."""
+    """Open every page of both tocs once at desktop width and record what the checks need."""
     page = new_page(browser, base_url, DESKTOP)
     results = {}
-    for doc in toc_files():
+    for doc in site_docs():
         if not (html_dir / f"{doc}.html").is_file():
             results[doc] = None
             continue
@@ -292,9 +319,11 @@ def test_plots_are_rendered_as_images(visits: dict) -> None:
 
 
 def test_navigation_lists_every_chapter(visits: dict, base_url: str) -> None:
-    expected = {base_url + f"{doc}.html" for doc in toc_files()[1:]}
+    english = {base_url + f"{doc}.html" for doc in toc_files()[1:]}
+    chinese = {base_url + f"{doc}.html" for doc in chinese_toc_files()[1:]}
     problems = {}
     for doc, info in existing(visits).items():
+        expected = chinese if doc.startswith(f"{ZH}/") else english
         listed = {urldefrag(href).url for href in info["nav"]}
         if expected - listed:
             problems[doc] = sorted(u.removeprefix(base_url) for u in expected - listed)
@@ -352,6 +381,23 @@ def test_internal_links_resolve(visits: dict, base_url: str) -> None:
     assert not broken, f"broken links: {broken}"
 
 
+def test_each_page_links_to_its_other_edition(visits: dict, base_url: str) -> None:
+    """A Chinese page links to its English page; an English page links to its Chinese page
+    exactly when there is one. Chinese pages say lang="zh-CN", so the browser picks CJK fonts."""
+    chinese, problems = set(chinese_toc_files()), {}
+    assert chinese, "no Chinese edition (zh_CN/_toc.yml): run `python -m tools.translate build`"
+    for doc, info in existing(visits).items():
+        if doc in chinese:
+            expected = [base_url + doc.removeprefix(f"{ZH}/") + ".html"]
+            if info["lang"] != "zh-CN":
+                problems[doc] = f'<html lang="{info["lang"]}">, not zh-CN'
+        else:
+            expected = [base_url + f"{ZH}/{doc}.html"] if f"{ZH}/{doc}" in chinese else []
+        if info["switch"] != expected:
+            problems[doc] = f"language link {info['switch']}, expected {expected}"
+    assert not problems, problems
+
+
 def test_search_finds_autograd(browser, base_url: str, html_dir: Path) -> None:
     page = new_page(browser, base_url, DESKTOP)
     page.goto(base_url + f"search.html?q={SEARCH_WORD}", wait_until="load")
@@ -370,7 +416,7 @@ def test_pages_fit_a_phone_screen(browser, base_url: str, html_dir: Path) -> Non
     """At 390 px nothing makes the page scroll sideways (wide code scrolls inside its own box)."""
     page = new_page(browser, base_url, PHONE)
     too_wide = {}
-    for doc in toc_files():
+    for doc in site_docs():
         if (html_dir / f"{doc}.html").is_file():
             page.goto(base_url + f"{doc}.html", wait_until="load")
             width = page.evaluate("document.documentElement.scrollWidth")
@@ -418,7 +464,8 @@ def test_drawn_share_tells_a_blank_page_from_a_drawn_one(tmp_path: Path) -> None
 
 
 def test_screenshots(browser, base_url: str, html_dir: Path) -> None:
-    """Landing page, chapter 05 and the run report at desktop and phone width, for human eyes.
+    """Landing page, chapter 05, the run report and chapter 01 in Chinese (its characters must
+    show as characters, not boxes) at desktop and phone width, for human eyes.
 
     Each is taken after the page shows its own title, and must not be blank; the folder is
     emptied first, so what is checked is what this run wrote."""
@@ -428,6 +475,7 @@ def test_screenshots(browser, base_url: str, html_dir: Path) -> None:
         "landing": toc_files()[0],
         "chapter05": "notebooks/05_convolutions",
         "run_report": "book/run_report",
+        "zh_chapter01": f"{ZH}/notebooks/01_tensors_and_autograd",
     }
     written, problems = [], {}
     for name, doc in docs.items():

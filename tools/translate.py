@@ -530,6 +530,11 @@ def site_files(edition: Edition) -> dict[Path, str]:
     sphinx["config"].setdefault("html_theme_options", {})["search_bar_text"] = site_text(
         edition, "Search this book..."
     )
+    if (edition.root / "_static").is_dir():  # the English book's CSS, shared
+        sphinx["config"]["html_static_path"] = [posixpath.relpath("_static", edition.language)]
+        sphinx["config"]["html_css_files"] = sorted(
+            p.name for p in (edition.root / "_static").glob("*.css")
+        )
     sphinx["config"]["bilingual_other"] = {
         "root": "../",
         "source": "..",
