@@ -41,6 +41,11 @@ from tools import REPO_ROOT
 LANGUAGE = "zh_CN"
 SITE_CATALOGUE = "_site"  # translations/zh_CN/_site.po: the site's title and the toc's captions
 SOURCE_SUFFIXES = (".ipynb", ".md")
+# The theme strings that Sphinx's language setting leaves in English: MyST-NB's fold toggles.
+PROMPTS = {
+    "nb_code_prompt_show": "Show code cell {type}",
+    "nb_code_prompt_hide": "Hide code cell {type}",
+}
 GENERATED_NOTE = (
     "written by `python -m tools.translate build` from the English one and translations/zh_CN/"
     "_site.po; edit those, not this file"
@@ -253,6 +258,7 @@ def source_units(edition: Edition, doc: str) -> list[Unit]:
 def site_units(edition: Edition) -> list[Unit]:
     config = yaml.safe_load((edition.root / "_config.yml").read_text(encoding="utf-8"))
     units = [Unit("title", config["title"]), Unit("search", "Search this book...")]
+    units += [Unit(key, text) for key, text in PROMPTS.items()]
     toc = yaml.safe_load((edition.root / "_toc.yml").read_text(encoding="utf-8"))
     for part in toc.get("parts", []):
         if any(doc in edition.documents() for doc in toc_part_files(part)):
@@ -372,7 +378,7 @@ def problems(edition: Edition, units: list[Unit], path: Path) -> list[str]:
     for unit in units:
         entry = entries.get((unit.context, unit.text))
         label = f"cell {unit.context}" if "/" not in unit.context else f"block {unit.context}"
-        if unit.context in ("title", "caption", "search"):
+        if unit.context in ("title", "caption", "search", *PROMPTS):
             label = f"{unit.context} {unit.text!r}"
         if entry is None:
             why = "stale: its English changed" if unit.context in contexts else "missing"
@@ -535,6 +541,8 @@ def site_files(edition: Edition) -> dict[Path, str]:
         sphinx["config"]["html_css_files"] = sorted(
             p.name for p in (edition.root / "_static").glob("*.css")
         )
+    for key, english in PROMPTS.items():
+        sphinx["config"][key] = site_text(edition, english)
     sphinx["config"]["bilingual_other"] = {
         "root": "../",
         "source": "..",
