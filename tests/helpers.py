@@ -8,11 +8,11 @@ import re
 
 import yaml
 
-from tools import NOTEBOOK_DIR, REPO_ROOT, chapter_notebooks
+from tools import NOTEBOOK_DIR, REPO_ROOT, book_notebooks, chapter_notebooks, is_deep_dive
 from tools.student import SOLUTION_TAGS
 
 __all__ = ["ALLOWED_TAGS", "MACHINE_PATH", "NOTEBOOK_DIR", "REPO_ROOT", "SOLUTION_TAGS"]
-__all__ += ["chapter_notebooks", "toc_files"]
+__all__ += ["book_notebooks", "chapter_notebooks", "is_deep_dive", "toc_files"]
 
 ALLOWED_TAGS = SOLUTION_TAGS | {
     "parameters",

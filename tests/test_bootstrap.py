@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from tests.helpers import REPO_ROOT, chapter_notebooks
+from tests.helpers import REPO_ROOT, book_notebooks, chapter_notebooks
 from tools.bootstrap import MARKER, apply, bootstrap_source, repository_url
 
 
@@ -23,8 +23,8 @@ def test_the_repository_url_is_named_once_in_the_site_config():
     assert f"git+{url}" in bootstrap_source(url)
 
 
-@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.stem)
-def test_every_chapter_starts_with_the_bootstrap_cell(path: Path):
+@pytest.mark.parametrize("path", book_notebooks(), ids=lambda p: p.stem)
+def test_every_notebook_starts_with_the_bootstrap_cell(path: Path):
     nb = nbformat.read(path, as_version=4)
     first = next(cell for cell in nb.cells if cell.cell_type == "code")
     assert first.source == bootstrap_source(repository_url()), (

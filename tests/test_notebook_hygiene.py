@@ -1,4 +1,5 @@
-"""Every notebook is a clean, complete chapter: listed in the toc, titled, run top to bottom, portable."""
+"""Every notebook, chapter or deep dive, is clean and complete: listed in the toc, titled, run top to
+bottom, portable. Deep dives (notebooks/deeper/) follow the chapters' template with their own title."""
 
 import ast
 import json
@@ -9,10 +10,19 @@ from pathlib import Path
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from tests.helpers import ALLOWED_TAGS, MACHINE_PATH, NOTEBOOK_DIR, SOLUTION_TAGS, toc_files
+from tests.helpers import (
+    ALLOWED_TAGS,
+    MACHINE_PATH,
+    NOTEBOOK_DIR,
+    SOLUTION_TAGS,
+    book_notebooks,
+    is_deep_dive,
+    toc_files,
+)
 from tests.helpers import REPO_ROOT as ROOT
 
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+NOTEBOOKS = book_notebooks()
+DEEP_DIVE_TITLE = "# Going deeper · "
 
 
 def load(path: Path) -> dict:
@@ -47,11 +57,16 @@ def cells_with_asserts(nb: dict) -> int:
 
 def test_there_are_notebooks():
     assert NOTEBOOKS, "no notebooks found"
+    stray = {p.relative_to(NOTEBOOK_DIR) for p in NOTEBOOK_DIR.rglob("*.ipynb")} - {
+        p.relative_to(NOTEBOOK_DIR) for p in NOTEBOOKS
+    }
+    stray = {p for p in stray if ".ipynb_checkpoints" not in p.parts}
+    assert not stray, f"notebooks outside notebooks/NN_*.ipynb and notebooks/deeper/: {stray}"
 
 
 def test_toc_and_notebooks_match():
     listed = {f for f in toc_files() if f.startswith("notebooks/")}
-    present = {f"notebooks/{p.stem}" for p in NOTEBOOKS}
+    present = {f"notebooks/{p.relative_to(NOTEBOOK_DIR).with_suffix('')}" for p in NOTEBOOKS}
     assert present - listed == set(), "notebooks missing from _toc.yml"
     assert listed - present == set(), "_toc.yml lists notebooks that do not exist"
 
@@ -66,10 +81,14 @@ def test_toc_pages_exist():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_name_and_title(path):
-    assert re.fullmatch(r"\d\d_[a-z0-9_]+", path.stem), "notebooks are named NN_topic_words.ipynb"
     first = load(path)["cells"][0]
     assert first["cell_type"] == "markdown"
     title = "".join(first["source"]).splitlines()[0]
+    if is_deep_dive(path):
+        assert re.fullmatch(r"[a-z][a-z0-9_]+", path.stem), "deep dives are named topic_words.ipynb"
+        assert title.startswith(DEEP_DIVE_TITLE), f"first line must be '{DEEP_DIVE_TITLE}Title'"
+        return
+    assert re.fullmatch(r"\d\d_[a-z0-9_]+", path.stem), "notebooks are named NN_topic_words.ipynb"
     assert title.startswith(f"# {path.stem[:2]} · "), (
         f"first line must be '# {path.stem[:2]} · Title', got {title!r}"
     )
@@ -110,6 +129,16 @@ def test_template_parts(path):
     assert any(SOLUTION_TAGS & tags for tags in tagged), "exercise solutions are folded"
     assert any("parameters" in tags for tags in tagged), "one cell tagged parameters"
     assert cells_with_asserts(nb) >= 3, "claims are checked with assert (in at least 3 cells)"
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if is_deep_dive(p)], ids=lambda p: p.stem)
+def test_a_deep_dive_and_its_chapters_link_both_ways(path):
+    link = f"deeper/{path.name}"
+    chapters = [p for p in NOTEBOOKS if not is_deep_dive(p) and link in p.read_text()]
+    assert chapters, f"no chapter links to {link}"
+    text = path.read_text()
+    for chapter in chapters:
+        assert f"../{chapter.name}" in text, f"{path.name} does not link back to {chapter.name}"
 
 
 def test_count_asserts_counts_statements_not_the_word():

@@ -12,7 +12,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from tests.helpers import REPO_ROOT
-from tools import chapter_notebooks, outputs
+from tools import book_notebooks, chapter_notebooks, outputs
 from tools import report as run_report
 from tools import student as student_tools
 
@@ -149,6 +149,15 @@ def test_render_report_explains_a_cuda_build_without_a_gpu(tmp_path: Path) -> No
     assert "Setup B's" not in report  # the same build with a GPU needs no note
 
 
+def test_render_report_links_a_deep_dive_in_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "deeper").mkdir()
+    first = write(chapter("05 · CNN"), tmp_path / "05_cnn.ipynb")
+    deep = write(chapter("Going deeper · Speed"), tmp_path / "deeper" / "speed.ipynb")
+    report = run_report.render_report([first, deep])
+    assert "| [Going deeper · Speed](../notebooks/deeper/speed.ipynb) | 12.3 s | A |" in report
+    assert "### [Going deeper · Speed](../notebooks/deeper/speed.ipynb)" in report
+
+
 def test_render_report_without_any_run(tmp_path: Path) -> None:
     report = run_report.render_report([write(chapter(run=None), tmp_path / "05_a.ipynb")])
     assert "No notebook has a recorded run yet: run `make outputs`." in report
@@ -203,7 +212,7 @@ def test_write_report_is_atomic_and_creates_the_folder(tmp_path: Path) -> None:
 
 
 def test_committed_run_report_matches_the_notebooks() -> None:
-    expected = run_report.render_report(chapter_notebooks())
+    expected = run_report.render_report(book_notebooks())
     assert run_report.REPORT_PATH.read_text() == expected, (
         "book/run_report.md is stale: run `make report` (or `python -m tools.report`)"
     )
@@ -213,14 +222,15 @@ def test_run_report_numbers_are_the_notebooks_numbers() -> None:
     """Read back independently: each chapter's time and headline numbers are the stored ones."""
     report = run_report.REPORT_PATH.read_text()
     headline_part = report.split("## Headline results", 1)[1]
-    for path in chapter_notebooks():
+    for path in book_notebooks():
         nb = nbformat.read(path, as_version=4)
-        row = next(line for line in report.splitlines() if f"(../notebooks/{path.name}) |" in line)
+        link = run_report.page_link(path)
+        row = next(line for line in report.splitlines() if f"({link}) |" in line)
         if "book_run" in nb.metadata:
             run = nb.metadata["book_run"]
             assert f"| {float(run['seconds']):.1f} s |" in row, path.name
             assert f"| {run['date']} |" in row, path.name
-        section = headline_part.split(f"(../notebooks/{path.name})", 1)[1].split("\n### ", 1)[0]
+        section = headline_part.split(f"({link})", 1)[1].split("\n### ", 1)[0]
         stored = "".join(
             cell_output["text"]
             for cell in nb.cells
@@ -281,6 +291,8 @@ def test_write_student_copies_of_the_real_notebooks(tmp_path: Path) -> None:
 def test_student_command_line(tmp_path: Path) -> None:
     assert student_tools.main(["--out", str(tmp_path / "copies")]) == 0
     assert len(list((tmp_path / "copies").glob("*.ipynb"))) == len(chapter_notebooks())
+    deep_dives = [p.name for p in book_notebooks() if p not in chapter_notebooks()]
+    assert sorted(p.name for p in (tmp_path / "copies" / "deeper").glob("*.ipynb")) == deep_dives
 
 
 def test_student_folder_is_ignored_by_git_and_the_site() -> None:

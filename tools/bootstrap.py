@@ -1,6 +1,6 @@
-"""The first code cell of every chapter: install the book's `utils` where it is missing.
+"""The first code cell of every chapter and deep dive: install the book's `utils` where it is missing.
 
-    python -m tools.bootstrap    write (or refresh) that cell in every chapter
+    python -m tools.bootstrap    write (or refresh) that cell in every notebook
 
 On Colab, or with a notebook copied out of the repository, `import utils` fails; the cell then
 installs the package from the repository named once, in _config.yml (`repository.url`), which
@@ -15,7 +15,7 @@ import sys
 
 import yaml
 
-from tools import REPO_ROOT, chapter_notebooks
+from tools import REPO_ROOT, book_notebooks
 
 MARKER = "# Colab, or this notebook copied out of the book's repository:"
 
@@ -67,12 +67,12 @@ def main() -> int:
     import nbformat
 
     source = bootstrap_source(repository_url())
-    for path in chapter_notebooks():
+    for path in book_notebooks():
         nb = nbformat.read(path, as_version=4)
         if apply(nb, source):
             nbformat.write(nb, path)
             print(
-                f"updated {path.name}: re-execute it with `make outputs NB=notebooks/{path.name}`"
+                f"updated {path.name}: re-execute it with `make outputs NB={path.relative_to(REPO_ROOT)}`"
             )
     return 0
 

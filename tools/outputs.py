@@ -1,6 +1,6 @@
 """Re-execute chapter notebooks in place, each on a fresh kernel, and rewrite the run report.
 
-    python -m tools.outputs [NOTEBOOK ...]    (no argument: every chapter)
+    python -m tools.outputs [NOTEBOOK ...]    (no argument: every chapter and deep dive)
 
 Each executed notebook records in its metadata ("book_run") how long the run took and on what
 machine and versions, so the site's run report is read from the notebooks, never typed by hand.
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from tools import REPO_ROOT, chapter_notebooks
+from tools import REPO_ROOT, book_notebooks
 from tools.report import SETUP_FIELDS, write_report
 
 RUN_FIELDS = ("seconds", "date", *SETUP_FIELDS)
@@ -77,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every chapter")
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook")
     args = parser.parse_args(argv)
-    for path in args.notebooks or chapter_notebooks():
+    for path in args.notebooks or book_notebooks():
         print(f"executing {path.name} ...", flush=True)
         seconds = execute(path.resolve())
         print(f"  done in {seconds:.1f} s", flush=True)

@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from tools import REPO_ROOT, chapter_notebooks
+from tools import REPO_ROOT, book_notebooks, is_deep_dive
 
 REPORT_PATH = REPO_ROOT / "book" / "run_report.md"
 TOC_PATH = REPO_ROOT / "_toc.yml"
@@ -54,6 +54,12 @@ def in_reading_order(notebooks: list[Path], toc: Path = TOC_PATH) -> list[Path]:
     position = {Path(entry).name: index for index, entry in enumerate(toc_files(toc))}
     listed = sorted((p for p in notebooks if p.stem in position), key=lambda p: position[p.stem])
     return listed + [p for p in notebooks if p.stem not in position]
+
+
+def page_link(path: Path) -> str:
+    """The notebook's address from this page (book/): deep dives are in notebooks/deeper/."""
+    folder = f"{path.parent.name}/" if is_deep_dive(path) else ""
+    return f"../notebooks/{folder}{path.name}"
 
 
 def has_headline_cells(nb) -> bool:
@@ -142,7 +148,7 @@ def _read_runs(notebooks: list[Path]) -> tuple[list[str], list[str], list[tuple]
     rows, results, setups, runs = [], [], [], []
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
-        link = f"[{escape_markdown(notebook_title(nb) or path.stem)}](../notebooks/{path.name})"
+        link = f"[{escape_markdown(notebook_title(nb) or path.stem)}]({page_link(path)})"
         headline = headline_lines(nb)
         if headline:
             body = fenced("\n".join(headline))
@@ -215,14 +221,14 @@ def render_report(notebooks: list[Path], toc: Path = TOC_PATH) -> str:
         "",
         "## Run times",
         "",
-        ":::{table} Wall time of a top-to-bottom run of each chapter",
+        ":::{table} Wall time of a top-to-bottom run of each chapter (the Going-deeper notebooks last)",
         ":class: run-times",
         "| Chapter | Run time | Setup | Date |",
         "|:--|--:|:-:|:--|",
         *rows,
         ":::",
         "",
-        f"Total: {total:.1f} s ({total / 60:.1f} min) for the chapters with a recorded run.",
+        f"Total: {total:.1f} s ({total / 60:.1f} min) for the notebooks with a recorded run.",
         "",
         "## Machines and versions",
         "",
@@ -239,7 +245,7 @@ def render_report(notebooks: list[Path], toc: Path = TOC_PATH) -> str:
 
 def write_report(notebooks: list[Path] | None = None, path: Path = REPORT_PATH) -> Path:
     """Write the run report atomically (temp file + rename) and return its path."""
-    text = render_report(chapter_notebooks() if notebooks is None else notebooks)
+    text = render_report(book_notebooks() if notebooks is None else notebooks)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".md.tmp")
     temporary.write_text(text, encoding="utf-8")

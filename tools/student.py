@@ -1,4 +1,4 @@
-"""Write student copies of the chapters: exercise solutions replaced by a stub, outputs cleared.
+"""Write student copies of the chapters and deep dives: exercise solutions replaced by a stub, outputs cleared.
 
 python -m tools.student [--out DIR]
 """
@@ -10,7 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from tools import REPO_ROOT, chapter_notebooks
+from tools import REPO_ROOT, book_notebooks, is_deep_dive
 
 SOLUTION_TAGS = frozenset({"hide-cell", "hide-input"})
 STUDENT_STUB = "# your code here"
@@ -67,15 +67,19 @@ def student_copy(nb):
 
 
 def write_student_copies(out_dir: Path, notebooks: list[Path] | None = None) -> list[Path]:
-    """Write a validated student copy of every chapter into out_dir; return the paths written."""
+    """Write a validated student copy of every notebook into out_dir (deep dives into
+    out_dir/deeper/, as in notebooks/); return the paths written."""
     import nbformat
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in chapter_notebooks() if notebooks is None else notebooks:
+    for path in book_notebooks() if notebooks is None else notebooks:
         student = student_copy(nbformat.read(path, as_version=4))
         nbformat.validate(student)
-        target = out_dir / path.name
+        target = (
+            out_dir / path.parent.name / path.name if is_deep_dive(path) else out_dir / path.name
+        )
+        target.parent.mkdir(exist_ok=True)
         nbformat.write(student, target)
         written.append(target)
     return written
