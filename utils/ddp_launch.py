@@ -121,13 +121,15 @@ def global_batches(
     return [torch.cat(batches) for batches in zip(*per_rank, strict=True)]
 
 
-def torchrun_command(nproc: int, script_args: list[str]) -> list[str]:
-    """The torchrun command line that starts `nproc` ranks of utils.distributed on one machine."""
+def torchrun_command(
+    nproc: int, script_args: list[str], module: str = "utils.distributed"
+) -> list[str]:
+    """The torchrun command line that starts `nproc` ranks of `module` on one machine."""
     return [
         sys.executable, "-m", "torch.distributed.run",
         "--standalone",  # single node: torchrun picks a free port on this machine itself
         f"--nproc-per-node={nproc}",
-        "-m", "utils.distributed",
+        "-m", module,
         *script_args,
     ]  # fmt: skip
 
@@ -152,16 +154,22 @@ def launch_env(base: Mapping[str, str]) -> dict[str, str]:
 
 
 def launch(
-    nproc: int, script_args: list[str], timeout: float = 120, cwd: str | Path | None = None
+    nproc: int,
+    script_args: list[str],
+    timeout: float = 120,
+    cwd: str | Path | None = None,
+    module: str = "utils.distributed",
 ) -> subprocess.CompletedProcess:
     """Run `torchrun_command` with captured output; a clear error with the child's stderr on failure.
+
+    `module` is the script every rank runs: utils.distributed, or e.g. utils.ddp_template.
 
     The environment comes from `launch_env` (one thread per rank, gloo over loopback, and on
     Windows USE_LIBUV=0). A run that exceeds `timeout` seconds is killed together with all of its ranks.
     """
     if nproc < 1:
         raise ValueError(f"nproc must be >= 1, got {nproc}")
-    command = torchrun_command(nproc, [str(a) for a in script_args])
+    command = torchrun_command(nproc, [str(a) for a in script_args], module)
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=launch_env(os.environ), cwd=cwd,
