@@ -1,5 +1,6 @@
 """Tests of utils.ddp_template, the DDP script a learner copies: two gloo ranks started by torchrun
-train, rank 0 saves the plain model's weights, and they equal one process on the combined batches."""
+train, rank 0 saves the plain model's weights, and they equal one process on the combined batches;
+the FSDP2 demo of the same chapter (utils.demos.fsdp_train) likewise."""
 
 from __future__ import annotations
 
@@ -63,3 +64,20 @@ def test_the_template_stays_short():
     code = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
     assert len(code) <= 65, len(code)  # about 60 lines a learner can read and copy
     assert "utils.distributed" not in "\n".join(lines)  # no instrumentation switches
+
+
+@pytest.mark.slow  # two torchrun ranks train with FSDP2 over gloo
+def test_fsdp_demo_shards_the_parameters_and_matches_one_process(tmp_path):
+    launch(
+        2,
+        ["--out", tmp_path, "--epochs", 2, "--batch-size", BATCH_SIZE,
+         "--train-limit", TRAIN_LIMIT, "--lr", LR, "--seed", SEED],
+        timeout=240,
+        module="utils.demos.fsdp_train",
+    )  # fmt: skip
+    saved = torch.load(tmp_path / "fsdp.pt", weights_only=True)
+    start, expected = one_process_reference(num_epochs=2)
+    assert saved["shard_shapes"] == {k: [v.shape[0] // 2, *v.shape[1:]] for k, v in start.items()}
+    for name, tensor in expected.items():
+        assert (saved["state_dict"][name] - start[name]).abs().max() > 1e-3
+        torch.testing.assert_close(saved["state_dict"][name], tensor, atol=1e-5, rtol=0)
