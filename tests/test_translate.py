@@ -296,6 +296,36 @@ def test_site_config_and_toc_list_only_translated_documents(book: Edition) -> No
     assert config["title"] == "中文 A book" and config["sphinx"]["config"]["language"] == "zh_CN"
 
 
+def test_a_caption_translated_before_its_part_has_a_document_is_kept(book: Edition) -> None:
+    import yaml
+
+    site = book.catalogue_dir / "_site.po"
+    po = polib.pofile(str(site))
+    po.append(polib.POEntry(msgctxt="caption", msgid="Part II", msgstr="第二部分"))
+    po.save(str(site))
+    translate.update(book)  # Part II has no translated document yet: its caption stays
+    captions = {e.msgid: e for e in polib.pofile(str(site)) if e.msgctxt == "caption"}
+    assert captions["Part II"].msgstr == "第二部分" and translate.check(book) == {}
+    translate.update(book, add=["notebooks/02_b"])
+    translate_all(book, "notebooks/02_b")
+    translate.build(book)
+    captions = {e.msgid: e for e in polib.pofile(str(site)) if e.msgctxt == "caption"}
+    assert captions["Part II"].msgstr == "第二部分" and not captions["Part II"].flags
+    toc = yaml.safe_load((book.root / "zh_CN/_toc.yml").read_text())
+    assert [part["caption"] for part in toc["parts"]] == ["中文 Part I", "第二部分"]
+
+
+def test_a_new_caption_does_not_take_another_captions_translation(book: Edition) -> None:
+    translate.update(book, add=["notebooks/02_b"])
+    captions = {
+        e.msgid: e
+        for e in polib.pofile(str(book.catalogue_dir / "_site.po"))
+        if e.msgctxt == "caption"
+    }
+    assert captions["Part II"].msgstr == "" and not captions["Part II"].flags
+    assert translate.check(book)["_site"] == ["caption 'Part II' (missing)"]
+
+
 def test_check_reports_a_hand_edit_of_a_chinese_file(book: Edition) -> None:
     target = book.root / "zh_CN/book/intro.md"
     target.write_text(target.read_text() + "hand edit\n")

@@ -13,7 +13,8 @@ A unit is one markdown cell of a notebook (msgctxt: the cell id, so an edited ce
 or one block of a Markdown page (a paragraph, a heading, a list item, a table, a quote; msgctxt:
 the section's slug and the block's place in it). Code blocks of a page, and the code cells, their
 outputs, ids, tags and metadata of a notebook, are not units: `build` copies them unchanged.
-translations/zh_CN/_site.po holds the site's title and the toc's part captions.
+translations/zh_CN/_site.po holds the site's title and the toc's part captions (a part's
+caption can be translated before its first document: `update` keeps it).
 
 Translators keep the English link targets: `build` points each relative link of a Chinese
 document at the Chinese copy where one exists (with the anchor of the translated heading), and
@@ -259,11 +260,14 @@ def site_units(edition: Edition) -> list[Unit]:
     config = yaml.safe_load((edition.root / "_config.yml").read_text(encoding="utf-8"))
     units = [Unit("title", config["title"]), Unit("search", "Search this book...")]
     units += [Unit(key, text) for key, text in PROMPTS.items()]
-    toc = yaml.safe_load((edition.root / "_toc.yml").read_text(encoding="utf-8"))
-    for part in toc.get("parts", []):
+    for part in english_toc(edition).get("parts", []):
         if any(doc in edition.documents() for doc in toc_part_files(part)):
             units.append(Unit("caption", part["caption"]))
     return units
+
+
+def english_toc(edition: Edition) -> dict:
+    return yaml.safe_load((edition.root / "_toc.yml").read_text(encoding="utf-8"))
 
 
 def toc_part_files(entry: dict) -> list[str]:
@@ -318,7 +322,8 @@ def merge(po: polib.POFile, units: list[Unit], edition: Edition) -> tuple[polib.
     for unit in units:
         entry = polib.POEntry(msgctxt=unit.context, msgid=unit.text, msgstr="")
         exact = by_key.get((unit.context, unit.text))
-        renamed = by_context.get(unit.context)
+        # every toc caption has the context "caption": another caption's text is no translation
+        renamed = by_context.get(unit.context) if unit.context != "caption" else None
         moved = by_text.get(unit.text)
         if exact is not None:
             entry.msgstr, entry.flags = exact.msgstr, list(exact.flags)
@@ -361,6 +366,20 @@ def update(edition: Edition, add: list[str] = ()) -> list[str]:
         path = edition.catalogue_dir / f"{SITE_CATALOGUE}.po"
         old = load_catalogue(path) if path.exists() else new_catalogue(edition)
         po, stats = merge(old, site_units(edition), edition)
+        # A translated caption of an English part with no translated document yet is kept, so a
+        # part's caption can be translated before (or while) its first document is.
+        captions = {part["caption"] for part in english_toc(edition).get("parts", [])}
+        kept = {(e.msgctxt, e.msgid) for e in po}
+        for entry in old:
+            if (
+                entry.msgctxt == "caption"
+                and entry.msgid in captions
+                and entry.msgstr
+                and "fuzzy" not in entry.flags
+                and not entry.obsolete
+                and (entry.msgctxt, entry.msgid) not in kept
+            ):
+                po.append(polib.POEntry(msgctxt="caption", msgid=entry.msgid, msgstr=entry.msgstr))
         save_catalogue(po, path)
     return report
 
