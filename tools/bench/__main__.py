@@ -3,6 +3,7 @@
     python -m tools.bench                 the full run (several minutes on a laptop CPU)
     python -m tools.bench --quick         every path on a small subset: a smoke test (~20 s)
     python -m tools.bench --out DIR       also write DIR/bench.json, DIR/bench.md, DIR/bench.png
+    python -m tools.bench --speedrun      time to 0.92 test accuracy: the speedrun's rows (tools/bench/speedrun.py)
 
 The limit is what a float32 matrix multiply reaches on the device in the same run (and bfloat16
 where the hardware has it natively). The model's cost is counted, not guessed: FlopCounterMode
@@ -78,6 +79,23 @@ def make_arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--speedrun",
+        action="store_true",
+        help="measure the speedrun instead (final recipe, ablations, reference recipes); with --out FILE.json",
+    )
+    parser.add_argument(
+        "--only",
+        type=lambda text: [part for part in text.split(",") if part],
+        default=None,
+        help="--speedrun: only these rows (comma-separated), merged into the existing --out file",
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=5, help="--speedrun: seeds of the final recipe"
+    )
+    parser.add_argument(
+        "--ablation-seeds", type=int, default=3, help="--speedrun: seeds of every other row"
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -96,12 +114,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     if any(batch < 1 for batch in args.batches):
         parser.error(f"--batches must all be >= 1, got {args.batches}")
+    if args.seeds < 1 or args.ablation_seeds < 1:
+        parser.error("--seeds and --ablation-seeds must be >= 1")
+    if args.only and not args.speedrun:
+        parser.error("--only selects rows of --speedrun; add --speedrun")
     if args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     try:
         args.device = get_device(args.device)
     except (ValueError, RuntimeError) as err:
         parser.error(str(err))
+    if args.speedrun:
+        return args
     if args.epochs is None:
         args.epochs = 2 if args.quick else 3
     if args.quick:
@@ -137,6 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     device = args.device
+    if args.speedrun:
+        from tools.bench.speedrun import RESULTS, format_table, run_speedrun
+
+        out = (
+            args.out if args.out is None or args.out.suffix == ".json" else args.out / RESULTS.name
+        )
+        results = run_speedrun(out, args.only, args.seeds, args.ablation_seeds, device, args.quick)
+        print(format_table(results))
+        return 0
     native_bf16 = bf16_native(device)
     train_set = fashion_mnist_tensors(True, limit=args.train_limit)
     test_set = fashion_mnist_tensors(False, limit=args.test_limit)
