@@ -4,7 +4,7 @@ A `Recipe` names every choice (network widths, batch, learning rate, schedule, l
 flips, memory format, weight averaging, test-time flips); `train_run` trains one seed of it with
 the book's loop (`utils.train.train_one_epoch`), times the training epochs only, reads the
 validation split after each epoch (untimed, for the curve) and the test set once, at the end.
-Taught in notebooks/deeper/speedrun.ipynb; `python -m tools.bench --speedrun` runs the ablations.
+`python -m tools.bench --speedrun` runs the ablations and writes the results file.
 """
 
 from __future__ import annotations
@@ -122,19 +122,25 @@ def accuracy(
     return correct / len(y)
 
 
-def training_flop(recipe: Recipe, num_images: int) -> float:
-    """FLOP of the whole run as FlopCounterMode counts them: one step's count per image x images seen.
+def flop_per_image(model: nn.Module) -> float:
+    """FLOP of one training step per image (forward, loss, backward), as FlopCounterMode counts them.
 
-    Convolutions and matrix multiplies of the forward and backward passes; not the elementwise
-    layers or the optimizer step. Independent of the machine, so it compares runs anywhere.
+    Convolutions and matrix multiplies; not the elementwise layers or the optimizer step.
+    Independent of the machine, so it compares runs anywhere.
     """
     from torch.utils.flop_counter import FlopCounterMode
 
-    model, batch = speed_net(recipe.widths), 16
+    batch = 16
     with FlopCounterMode(display=False) as counter:
         images = torch.zeros(batch, 1, 28, 28)
         nn.functional.cross_entropy(model(images), torch.zeros(batch, dtype=torch.long)).backward()
-    return counter.get_total_flops() / batch * num_images
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops() / batch
+
+
+def training_flop(recipe: Recipe, num_images: int) -> float:
+    """FLOP of a run of `recipe` that trains on `num_images` images (counting repeats)."""
+    return flop_per_image(speed_net(recipe.widths)) * num_images
 
 
 @dataclass
@@ -211,3 +217,39 @@ def train_run(
         scored, *data.test, recipe, tta=not recipe.tta
     )  # for the ablation
     return result
+
+
+FINAL = (
+    Recipe()
+)  # the speedrun's recipe: the ablations of `python -m tools.bench --speedrun` change it
+
+
+def results_table(results: dict) -> str:
+    """A results file's rows as a markdown table: seeds, seconds and test accuracy (mean, min-max), FLOP."""
+    rows, lines = results["rows"], []
+    lines.append(
+        "| row | change | seeds | training s (min-max) | test accuracy mean (min-max) | GFLOP |"
+    )
+    lines.append("|:--|:--|--:|--:|--:|--:|")
+    for key, row in rows.items():
+        if "acc_mean" not in row:
+            continue
+        lines.append(
+            f"| {key} | {row['change']} | {len(row['runs'])} | {row['seconds_mean']:.1f} "
+            f"({row['seconds_min']:.1f}-{row['seconds_max']:.1f}) | {row['acc_mean']:.4f} "
+            f"({row['acc_min']:.4f}-{row['acc_max']:.4f}) | {row['flop'] / 1e9:.0f} |"
+        )
+    for name in ("chapter06", "tutorial"):
+        if name in rows:
+            row = rows[name]
+            reach = row["seconds_to_target"]
+            text = (
+                f"{reach:.0f} s" if reach is not None else f"not reached in {row['epochs']} epochs"
+            )
+            lines.append(
+                f"| {name} | reference recipe | 1 | {row['curve'][-1][0]:.0f} | "
+                f"{row['test_acc']:.4f} | to {TARGET}: {text} |"
+            )
+    machine = results.get("machine", {})
+    lines.append(f"\nMachine: {machine.get('name')}; torch {machine.get('torch')}.")
+    return "\n".join(lines)
