@@ -10,6 +10,7 @@ validation split after each epoch (untimed, for the curve) and the test set once
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -157,14 +158,18 @@ class RunResult:
     diverged: bool = False
 
 
-def make_optimizer(model: nn.Module, recipe: Recipe, steps: int):
-    """AdamW with decay on matrices and filters only, and the recipe's schedule over `steps`."""
+def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Two parameter groups, as in chapter 06: decay on matrices and filters, none on biases and norms."""
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [
-        {"params": [p for p in params if p.ndim > 1], "weight_decay": recipe.weight_decay},
+    return [
+        {"params": [p for p in params if p.ndim > 1], "weight_decay": weight_decay},
         {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0},
     ]
-    optimizer = torch.optim.AdamW(groups, lr=recipe.lr)
+
+
+def make_optimizer(model: nn.Module, recipe: Recipe, steps: int):
+    """AdamW with decay on matrices and filters only, and the recipe's schedule over `steps`."""
+    optimizer = torch.optim.AdamW(decay_groups(model, recipe.weight_decay), lr=recipe.lr)
     if recipe.schedule == "constant":
         return optimizer, None
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
@@ -207,7 +212,7 @@ def train_run(
         )  # fmt: skip
         synchronize(device)
         result.train_seconds += time.perf_counter() - start
-        if not torch.isfinite(torch.tensor(loss)):
+        if not math.isfinite(loss):
             result.diverged = True
             break
         result.curve.append((result.train_seconds, accuracy(scored, *data.val, recipe)))

@@ -37,6 +37,7 @@ from utils.speedrun import (
     Data,
     Recipe,
     RunResult,
+    decay_groups,
     load_data,
     results_table,
     train_run,
@@ -119,10 +120,7 @@ def run_reference(name: str, data: Data, seed: int, device: torch.device, quick:
         model = model.to(memory_format=torch.channels_last)
         memory_format = torch.channels_last
         loader = TensorBatches(X, y, c["batch_size"], make_generator(seed), augment=random_hflip)
-        params = [p for p in model.parameters()]
-        groups = [{"params": [p for p in params if p.ndim > 1], "weight_decay": c["weight_decay"]},
-                  {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0}]  # fmt: skip
-        optimizer = torch.optim.AdamW(groups, lr=c["lr"])
+        optimizer = torch.optim.AdamW(decay_groups(model, c["weight_decay"]), lr=c["lr"])
         epochs = c["epochs"]
         scheduler = torch.optim.lr_scheduler.OneCycleLR(
             optimizer, max_lr=c["lr"], total_steps=epochs * len(loader)
