@@ -41,11 +41,11 @@ report: $(INSTALLED)  ## write book/run_report.md from the notebooks' recorded r
 
 # Two notebooks at a time, each on one thread: on a 2-core machine that is about 1.2x faster than one
 # notebook on two threads (the stored outputs do not depend on the thread count: test-portable). The
-# two longest chapters go first, one to each worker, and the rest fill in behind them.
+# three longest notebooks go first (the two longest one to each worker), and the rest fill in behind them.
 TEST_WORKERS ?= 2
 test: $(INSTALLED)  ## everything: unit tests, strict nbval over every notebook, hygiene, the site in a browser
 	OMP_NUM_THREADS=1 $(NBVAL) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
-		notebooks/06_training_a_cnn.ipynb notebooks/07_tuning.ipynb tests notebooks
+		notebooks/06_training_a_cnn.ipynb notebooks/deeper/speedrun.ipynb notebooks/07_tuning.ipynb tests notebooks
 
 unit: $(INSTALLED)  ## the fast tier (under a minute): unit and hygiene tests, no notebooks, no site, no slow tests
 	$(BIN)/pytest tests -m "not slow" --ignore=tests/test_site.py -q
