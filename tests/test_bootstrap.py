@@ -47,6 +47,34 @@ def test_apply_inserts_once_then_refreshes():
     assert len(nb.cells) == 3 and "github.com/c/d" in nb.cells[1].source
 
 
+def _run_cell_without_utils(source: str, monkeypatch) -> list[tuple[str, str]]:
+    """Run the cell's Python where `import utils` fails, as on Colab, with BOOK_UTILS_SOURCE unset;
+    return the magics it called (name, line as IPython would expand it)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    monkeypatch.delenv("BOOK_UTILS_SOURCE", raising=False)
+    monkeypatch.setitem(sys.modules, "utils", None)  # makes `import utils.device` fail
+    calls = []
+
+    class Shell:
+        def run_line_magic(self, name, line):
+            calls.append((name, line))
+
+    namespace = {"get_ipython": Shell}
+    exec(TransformerManager().transform_cell(source), namespace)
+    return [(name, line.format(**namespace)) for name, line in calls]  # IPython expands {source}
+
+
+def test_the_placeholder_url_stops_with_a_message_not_a_pip_error(monkeypatch):
+    from tools.bootstrap import PLACEHOLDER
+
+    with pytest.raises(RuntimeError, match="BOOK_UTILS_SOURCE"):
+        _run_cell_without_utils(bootstrap_source(PLACEHOLDER), monkeypatch)
+    calls = _run_cell_without_utils(bootstrap_source("https://github.com/a/b"), monkeypatch)
+    assert calls == [("pip", "install --quiet git+https://github.com/a/b")]
+    assert "RuntimeError" not in bootstrap_source("https://github.com/a/b")
+
+
 def _python_without_utils(folder: Path) -> Path:
     """A venv that sees this environment's packages (torch, Jupyter) but not the editable `utils`.
 

@@ -26,8 +26,22 @@ def repository_url() -> str:
     return config["repository"]["url"]
 
 
+# _config.yml's repository URL until the book is published
+PLACEHOLDER = "https://github.com/example/pytorch-book"
+
+# While _config.yml still names the placeholder, the cell stops with this message instead of a pip
+# error about a repository that does not exist; after the real URL is set, `python -m
+# tools.bootstrap` drops these lines.
+PLACEHOLDER_STOP = (
+    '    if source == "git+{url}":  # no real repository is named yet\n'
+    "        raise RuntimeError(\"set os.environ['BOOK_UTILS_SOURCE'] to the book's pip source, e.g. \"\n"
+    "                           \"'git+https://github.com/OWNER/REPO', and rerun this cell (or use a clone and `make setup`)\")\n"
+)
+
+
 def bootstrap_source(url: str) -> str:
     """The cell's code for a repository URL."""
+    stop = PLACEHOLDER_STOP.format(url=url) if url == PLACEHOLDER else ""
     return (
         f"{MARKER} install the book's `utils` package\n"
         "# first. In a clone set up with `make setup` it is already installed and nothing happens.\n"
@@ -37,6 +51,7 @@ def bootstrap_source(url: str) -> str:
         "    import utils.device  # the book's package\n"
         "except ModuleNotFoundError:\n"
         f'    source = os.environ.get("BOOK_UTILS_SOURCE", "git+{url}")\n'
+        f"{stop}"
         "    %pip install --quiet {source}"
     )
 
