@@ -35,7 +35,7 @@ PLACEHOLDER = "https://github.com/example/pytorch-book"
 PLACEHOLDER_STOP = (
     '    if source == "git+{url}":  # no real repository is named yet\n'
     "        raise RuntimeError(\"set os.environ['BOOK_UTILS_SOURCE'] to the book's pip source, e.g. \"\n"
-    "                           \"'git+https://github.com/OWNER/REPO', and rerun this cell (or use a clone and `make setup`)\")\n"
+    "                           \"'git+https://github.com/OWNER/REPO', and rerun this cell (or use a clone and `make setup`)\") from None\n"
 )
 
 
