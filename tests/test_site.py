@@ -48,6 +48,10 @@ MISSING_CHROMIUM = (
     "`playwright install`)"
 )
 CHROMIUM_ARGS = [
+    # Every host but the local server fails to resolve, so an external request fails at once
+    # (and is recorded by new_page) instead of being intercepted: intercepting every request
+    # turns the browser's cache off and made the page visits several times slower.
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
     "--no-sandbox",
     "--disable-gpu",
     "--no-first-run",
@@ -162,7 +166,12 @@ def base_url(html_dir: Path):
         def log_message(self, *args) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(html_dir)))
+    class QuietServer(ThreadingHTTPServer):
+        def handle_error(self, request, client_address) -> None:
+            if not isinstance(sys.exc_info()[1], ConnectionError):  # the browser dropped a request
+                super().handle_error(request, client_address)
+
+    server = QuietServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(html_dir)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -201,25 +210,23 @@ def browser():
 
 
 def new_page(browser, base_url: str, viewport: dict):
-    """A page whose console errors and blocked external requests are recorded on it."""
+    """A page whose console errors and external requests (they fail: CHROMIUM_ARGS) are recorded on it."""
     context = browser.new_context(viewport=viewport)
     page = context.new_page()
     page.errors, page.external = [], []
+    favicon = base_url + "favicon.ico"
 
-    def route(route) -> None:
-        url = route.request.url
-        if url.startswith(base_url):
-            route.continue_()
-        else:
-            page.external.append(url)
-            route.abort()
+    def on_request(request) -> None:
+        if not request.url.startswith(base_url):
+            page.external.append(request.url)
 
     def on_console(message) -> None:
         url = (message.location or {}).get("url", "")
-        if message.type == "error" and not url.startswith(ALLOWED_EXTERNAL):
+        # /favicon.ico: the browser asks for one by itself; the site has none and needs none.
+        if message.type == "error" and not url.startswith(ALLOWED_EXTERNAL) and url != favicon:
             page.errors.append(f"{message.text} ({url})")
 
-    context.route("**/*", route)
+    page.on("request", on_request)
     page.on("console", on_console)
     page.on("pageerror", lambda error: page.errors.append(f"uncaught: {error}"))
     return page
@@ -258,19 +265,69 @@ def visits(browser, base_url: str, html_dir: Path) -> dict:
     return results
 
 
+# A folded cell's code must be hidden until its toggle is clicked, then shown. The first folded
+# cell of a page is clicked by the browser as a reader clicks it (unfold_solutions); the rest in one
+# script, which is the same toggle without the per-click waits (seconds per page otherwise).
+UNFOLD_REST_JS = """() => {
+  const visible = el => { const box = el.getBoundingClientRect();
+                          return box.width > 0 && box.height > 0 && el.checkVisibility({visibilityProperty: true}); };
+  const problems = [];
+  document.querySelectorAll('.cell.tag_hide-cell, .cell.tag_hide-input').forEach((cell, index) => {
+    if (index === 0) return;
+    const code = cell.querySelector('.cell_input'), toggle = cell.querySelector('summary');
+    if (!code || !toggle) { problems.push(`folded cell ${index + 1} has no code or no toggle`); return; }
+    if (visible(code)) { problems.push(`folded cell ${index + 1} shows its code before a click`); return; }
+    toggle.click();
+    if (!visible(code)) problems.push(`folded cell ${index + 1} does not open when clicked`);
+  });
+  return problems;
+}"""
+
+
 def unfold_solutions(page) -> list[str]:
     """Check each folded cell hides its code until its toggle is clicked; return the problems."""
     problems = []
     cells = page.locator(".cell.tag_hide-cell, .cell.tag_hide-input")
-    for index in range(cells.count()):
-        code = cells.nth(index).locator(".cell_input")
+    if cells.count():
+        code = cells.first.locator(".cell_input")
         if code.is_visible():
-            problems.append(f"folded cell {index + 1} shows its code before a click")
-            continue
-        cells.nth(index).locator("summary").first.click()
-        if not code.is_visible():
-            problems.append(f"folded cell {index + 1} does not open when clicked")
-    return problems
+            problems.append("folded cell 1 shows its code before a click")
+        else:
+            cells.first.locator("summary").first.click()
+            if not code.is_visible():
+                problems.append("folded cell 1 does not open when clicked")
+    return problems + page.evaluate(UNFOLD_REST_JS)
+
+
+def folded_cell(open_: bool = False, stuck: bool = False, n: int = 1) -> str:
+    """A folded cell as jupyter-book writes one; `open_` shows its code, `stuck` ignores clicks."""
+    details = (
+        '<details class="hide above-input" open>' if open_ else '<details class="hide above-input">'
+    )
+    summary = '<summary onclick="event.preventDefault()">' if stuck else "<summary>"
+    code = f'<div class="cell_input"><pre>print({n})</pre></div>'
+    return f'<div class="cell tag_hide-cell">{details}{summary}Show code cell</summary>{code}</details></div>'
+
+
+def test_the_page_checks_find_folding_problems_and_external_requests(
+    browser, base_url: str
+) -> None:
+    page = new_page(browser, base_url, DESKTOP)
+    page.set_content(folded_cell(n=1) + folded_cell(n=2) + folded_cell(n=3), wait_until="load")
+    assert unfold_solutions(page) == []
+    cells = [folded_cell(open_=True, n=1), folded_cell(n=2), folded_cell(open_=True, n=3)]
+    page.set_content("".join(cells + [folded_cell(stuck=True, n=4)]), wait_until="load")
+    assert unfold_solutions(page) == [
+        "folded cell 1 shows its code before a click",
+        "folded cell 3 shows its code before a click",
+        "folded cell 4 does not open when clicked",
+    ]
+    page.set_content(folded_cell(stuck=True), wait_until="load")
+    assert unfold_solutions(page) == ["folded cell 1 does not open when clicked"]
+    page.set_content('<img src="https://example.org/logo.png">', wait_until="load")
+    assert page.external == ["https://example.org/logo.png"]
+    assert page.evaluate("document.images[0].naturalWidth") == 0  # it failed: no network used
+    page.context.close()
 
 
 def existing(visits: dict) -> dict:
