@@ -13,7 +13,13 @@ from torch import nn
 
 from utils import onnx_predict
 from utils.data import MEAN, STD, fashion_mnist_tensors, load_split
-from utils.deploy import DEFAULT_OPSET, export_onnx, external_data_files, op_counts
+from utils.deploy import (
+    DEFAULT_OPSET,
+    export_onnx,
+    external_data_files,
+    op_counts,
+    quantize_dynamic_onnx,
+)
 from utils.models import SimpleCNN
 from utils.onnx_predict import OnnxPredictor, preprocess
 from utils.seed import set_seed
@@ -125,6 +131,44 @@ def test_external_data_files_finds_side_file(tmp_path):
         verbose=False,
     )
     assert external_data_files(path) == ["split.onnx.data"]
+
+
+def test_quantize_dynamic_onnx_survives_stale_shape_hints(tmp_path, caplog):
+    import logging
+
+    import onnx
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 16), nn.ReLU(), nn.Linear(16, 10))
+    exported = onnx.load(str(export_onnx(model, tmp_path / "mlp.onnx", torch.zeros(2, 1, 28, 28))))
+    relu_output = next(node.output[0] for node in exported.graph.node if node.op_type == "Relu")
+    stale = onnx.helper.make_tensor_value_info(relu_output, onnx.TensorProto.FLOAT, ["batch", 17])
+    exported.graph.value_info.append(stale)  # a wrong shape hint, like PyTorch 2.8's
+    src = tmp_path / "stale.onnx"
+    onnx.save(exported, str(src))
+    kwargs = {"op_types_to_quantize": ["MatMul"], "weight_type": QuantType.QInt8}
+    # what the helper works around (the error's class and text vary between releases)
+    with pytest.raises((RuntimeError, onnx.shape_inference.InferenceError)):
+        quantize_dynamic(str(src), str(tmp_path / "plain.onnx"), **kwargs)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        dst = quantize_dynamic_onnx(src, tmp_path / "int8.onnx", reduce_range=True, **kwargs)
+    assert dst == tmp_path / "int8.onnx" and op_counts(dst).get("MatMulInteger") == 2
+    assert not caplog.records and logging.root.manager.disable == logging.NOTSET
+    assert stale in onnx.load(str(src)).graph.value_info  # the source file is left as it was
+    weights = [
+        onnx.numpy_helper.to_array(t)
+        for t in onnx.load(str(dst)).graph.initializer
+        if t.data_type == onnx.TensorProto.INT8 and len(t.dims) == 2
+    ]
+    assert len(weights) == 2 and max(int(np.abs(w.astype(np.int32)).max()) for w in weights) <= 64
+    x = np.random.default_rng(0).uniform(-1, 1, (8, 1, 28, 28)).astype(np.float32)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+    session = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"])
+    assert np.abs(session.run(None, {"images": x})[0] - expected).max() <= 0.1
 
 
 def test_preprocess_matches_utils_data_normalisation():

@@ -1,4 +1,4 @@
-"""Export a trained model to one self-contained ONNX file. Taught in notebooks/12_onnx_deployment.ipynb.
+"""Export a trained model to one self-contained ONNX file, and quantize it. Taught in notebooks/12_onnx_deployment.ipynb.
 
 The export side needs torch; running the exported file does not: see `utils.onnx_predict`
 (`OnnxPredictor`), which uses ONNX Runtime and NumPy only.
@@ -6,6 +6,8 @@ The export side needs torch; running the exported file does not: see `utils.onnx
 
 from __future__ import annotations
 
+import logging
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -74,6 +76,31 @@ def export_onnx(
     finally:
         model.train(was_training)
     return path
+
+
+def quantize_dynamic_onnx(src: str | Path, dst: str | Path, **kwargs) -> Path:
+    """ONNX Runtime's `quantize_dynamic(src, dst, **kwargs)`, made to work on any exported file.
+
+    First it drops the file's shape hints (`graph.value_info`; PyTorch 2.8 leaves stale ones, which
+    stop the quantizer) and it silences the quantizer's logged reminder about optional
+    pre-processing; `src` is not changed. Returns `dst`. Taught in notebooks/12_onnx_deployment.ipynb
+    (Going further: shape annotations and pre-processing).
+    """
+    import onnx
+    from onnxruntime.quantization import quantize_dynamic
+
+    model = onnx.load(str(src))
+    del model.graph.value_info[:]  # hints only: the computation does not read them
+    previous = logging.root.manager.disable
+    with tempfile.TemporaryDirectory() as folder:
+        prepared = Path(folder) / "prepared.onnx"
+        onnx.save(model, str(prepared))
+        logging.disable(max(previous, logging.WARNING))  # the reminder is logged as a warning
+        try:
+            quantize_dynamic(str(prepared), str(dst), **kwargs)
+        finally:
+            logging.disable(previous)
+    return Path(dst)
 
 
 def external_data_files(path: str | Path) -> list[str]:
