@@ -19,6 +19,7 @@ from utils.ddp_launch import (
     parse_args,
     shard_batches,
     torchrun_command,
+    without_gloo_lines,
 )
 from utils.distributed import (
     Process,
@@ -140,6 +141,18 @@ def test_launch_env_keeps_what_the_user_set(monkeypatch):
     assert launch_env({"USE_LIBUV": "1"})["USE_LIBUV"] == "1"
     monkeypatch.setattr(sys, "platform", "linux")
     assert launch_env({"GLOO_SOCKET_IFNAME": "eth0"})["GLOO_SOCKET_IFNAME"] == "eth0"
+
+
+def test_gloo_connection_lines_are_dropped_from_the_output():
+    printed = (
+        "[Gloo] Rank 1 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1\n"
+        "epoch 0: loss 0.5\n[Gloo] Rank 0 is connected to 1 peer ranks.\nepoch 1: loss 0.4\n"
+    )
+    assert without_gloo_lines(printed) == "epoch 0: loss 0.5\nepoch 1: loss 0.4\n"
+    assert (
+        without_gloo_lines("epoch 0\n  [Gloo] not at the start\n")
+        == "epoch 0\n  [Gloo] not at the start\n"
+    )
 
 
 def test_launch_rejects_bad_nproc():

@@ -192,4 +192,15 @@ def launch(
             f"torchrun failed with exit code {process.returncode}: {' '.join(command[1:])}\n"
             f"Its stderr ends with:\n{stderr[-3000:]}"
         )
-    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+    return subprocess.CompletedProcess(
+        command, process.returncode, without_gloo_lines(stdout), stderr
+    )
+
+
+def without_gloo_lines(stdout: str) -> str:
+    """`stdout` without the lines gloo itself prints in some torch releases (2.8 prints
+    "[Gloo] Rank 1 is connected to 1 peer ranks. ..." when a rank joins), so that what is left is
+    what the script printed."""
+    return "".join(
+        line for line in stdout.splitlines(keepends=True) if not line.startswith("[Gloo] ")
+    )
