@@ -41,6 +41,10 @@ def main() -> None:
         for layer in (model.fc1, model.fc2):
             fully_shard(layer)  # this layer's parameters are split across the ranks
         fully_shard(model)  # the root: everything not yet sharded
+        # Sum the ranks' gradients, then divide by their number: on gloo, torch 2.8's FSDP2 averaged
+        # with a reduction that returned the plain sum (pytorch issue 162338).
+        for module in (model.fc1, model.fc2, model):
+            module.set_force_sum_reduction_for_comms(True)
         shard_shapes = {name: list(p.to_local().shape) for name, p in model.named_parameters()}
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
         loss_fn = nn.CrossEntropyLoss()
