@@ -169,7 +169,7 @@ def fit(
     `memory_format` and `on_step` go to `train_one_epoch` (and the first two to `evaluate`).
     A non-finite training loss stops the run and sets history["diverged"] instead of crashing.
     `early_stopping` and `checkpointer` stop and save; `on_epoch_end(epoch, history)` runs last
-    in each epoch. Taught in notebooks/05_convolutions.ipynb to 08.
+    in each epoch. Introduced in notebooks/04_training_loop.ipynb, used from chapter 06 on.
     """
     if not isinstance(num_epochs, int) or num_epochs < 1:
         raise ValueError(f"num_epochs must be an int >= 1, got {num_epochs!r}")
