@@ -137,3 +137,19 @@ def test_spawn_demo_fails_without_the_guard_and_works_with_it():
     guarded, unguarded = spawn.run(guard=True), spawn.run(guard=False)
     assert guarded.returncode == 0 and guarded.stdout.strip().endswith(": 140"), guarded.stderr
     assert unguarded.returncode != 0 and "bootstrapping phase" in unguarded.stderr
+
+
+def test_runtime_errors_keeps_each_first_sentence_and_masks_process_ids():
+    from utils.demos.spawn import runtime_errors
+
+    stderr = (
+        "Traceback (most recent call last):\n  ...\nRuntimeError: \n        An attempt has been made to start a new\n"
+        "        process before the current process has finished its bootstrapping phase. More text follows.\n"
+        "Traceback ...\nRuntimeError: DataLoader worker (pid(s) 123, 456) exited unexpectedly\n"
+    )
+    assert runtime_errors(stderr) == [
+        "RuntimeError: An attempt has been made to start a new process before the current process has finished"
+        " its bootstrapping phase.",
+        "RuntimeError: DataLoader worker (pid(s) ...) exited unexpectedly",
+    ]
+    assert runtime_errors("no error here") == []

@@ -7,6 +7,7 @@ Taught in notebooks/03_datasets_and_dataloaders.ipynb. Run it from a terminal:
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -31,6 +32,21 @@ def run(guard: bool = True, timeout: float = 300) -> subprocess.CompletedProcess
     """Run this script in a fresh Python process, with the guard or without it; capture its output."""
     command = [sys.executable, "-m", "utils.demos.spawn"] + ([] if guard else ["--no-guard"])
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+def runtime_errors(stderr: str) -> list[str]:
+    """The first sentence of each RuntimeError in a run's stderr, in order, each on one line.
+
+    The worker's message spans several indented lines; process ids, which change from run to run,
+    become "...".
+    """
+    text = " ".join(stderr.split())  # the whole stderr on one line
+    errors = []
+    for message in text.split("RuntimeError: ")[1:]:
+        first_sentence = re.match(r".*?(?:\.(?= )|$)", message).group()  # up to the first ". "
+        without_ids = re.sub(r"\(pid(\(s\))? [\d, ]+\)", r"(pid\1 ...)", first_sentence)
+        errors.append("RuntimeError: " + without_ids)
+    return errors
 
 
 def main(num_workers: int = 1) -> int:
