@@ -4,7 +4,7 @@
   notebooks/03_datasets_and_dataloaders.ipynb);
 - `alternate` (`round_order`), `spread`, `verdict`, `break_even`: versions of a call timed in
   alternating rounds, so a machine that slows down favours none (notebooks/10_torch_compile.ipynb;
-  also 09, 12, 13 and `tools.bench`).
+  also 09, 12, 13 and `tools.bench`); `report` puts them together for a one-off cost (chapter 10).
 """
 
 from __future__ import annotations
@@ -166,6 +166,25 @@ def break_even_text(central: float, low: float, high: float, unit: str = "calls"
         rounds_text = "all rounds agree to one figure"
     unit_text = unit[:-1] if central_text == "1" else unit  # "1 epoch", "2 epochs"
     return f"after about {central_text} {unit_text} ({rounds_text})"
+
+
+def report(
+    first_s: float, times: dict[str, Rounds], base: str = "eager", other: str = "compiled"
+) -> str:
+    """What a one-off cost (`first_s`, a first call that compiles) buys, as lines of text: the first
+    call, both steady states, the verdict, the saving per call and the break-even
+    (notebooks/10_torch_compile.ipynb)."""
+    savings_ms = sorted(saved * 1e3 for saved in round_savings(times, base, other))
+    width = max(len(base), len(other)) + 1
+    lines = [f"  first {other} call: {first_s:.1f} s"]
+    lines += [f"  {name + ':':{width}s} {spread(times[name])}" for name in (base, other)]
+    lines.append(f"  verdict: {verdict(times, base, other)}")
+    lines.append(
+        f"  saving per call: {statistics.median(savings_ms):.2f} ms in the median round "
+        f"(rounds: {savings_ms[0]:.2f} to {savings_ms[-1]:.2f} ms)"
+    )
+    lines.append(f"  break-even: {break_even_text(*break_even(first_s, times, base, other))}")
+    return "\n".join(lines)
 
 
 def verdict(times: dict[str, Rounds], base: str = "eager", other: str = "compiled") -> str:
