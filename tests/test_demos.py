@@ -131,6 +131,7 @@ def test_script_reports_a_killed_worker():
     assert all("killed by signal" in line or "exited unexpectedly" in line for line in worker_lines)
 
 
+@pytest.mark.slow  # two fresh Python processes that import torch, one spawning a worker
 def test_spawn_demo_fails_without_the_guard_and_works_with_it():
     from utils.demos import spawn
 

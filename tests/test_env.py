@@ -1,6 +1,7 @@
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import utils.env as env
@@ -55,6 +56,7 @@ def test_tensor_op_check_demands_exact_equality(monkeypatch):
     assert not check_tensor_op(fake_gpu)
 
 
+@pytest.mark.slow  # a fresh Python process that imports torch
 def test_command_line_report():
     result = subprocess.run(
         [sys.executable, "-m", "utils.env"], capture_output=True, text=True, timeout=120
