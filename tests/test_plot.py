@@ -47,6 +47,16 @@ def test_plot_history_draws_each_series():
     assert list(acc_axis.lines[0].get_ydata()) == HISTORY["val_acc"]
 
 
+def test_epoch_axes_have_whole_ticks_only():
+    three_epochs = {"train_loss": [0.9, 0.6, 0.5], "val_loss": [0.8, 0.7, 0.6], "val_acc": [0.7, 0.8, 0.85]}
+    figures = [plot_history(three_epochs), plot_curves({"adam": [0.5, 0.6, 0.7]}, ylabel="accuracy")]
+    for ax in [ax for fig in figures for ax in fig.axes]:
+        fig = ax.figure
+        fig.canvas.draw()
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+
+
 def test_plot_history_missing_key():
     with pytest.raises(KeyError, match="history has no 'val_acc'"):
         plot_history({"train_loss": [1.0], "val_loss": [1.0]})

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 
 def plot_history(history: dict, title: str | None = None) -> Figure:
@@ -28,6 +29,8 @@ def plot_history(history: dict, title: str | None = None) -> Figure:
     ax_loss.legend()
     ax_acc.plot(range(1, len(history["val_acc"]) + 1), history["val_acc"], marker="o", color="C2")
     ax_acc.set(xlabel="epoch", ylabel="accuracy", title="validation accuracy")
+    for ax in (ax_loss, ax_acc):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole: no tick at 1.5
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -44,6 +47,7 @@ def plot_curves(
     for label, values in curves.items():
         ax.plot(range(1, len(values) + 1), values, marker="o", label=label)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title or "")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # one point per epoch (or step): whole ticks
     ax.legend()
     fig.tight_layout()
     return fig
