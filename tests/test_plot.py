@@ -48,8 +48,15 @@ def test_plot_history_draws_each_series():
 
 
 def test_epoch_axes_have_whole_ticks_only():
-    three_epochs = {"train_loss": [0.9, 0.6, 0.5], "val_loss": [0.8, 0.7, 0.6], "val_acc": [0.7, 0.8, 0.85]}
-    figures = [plot_history(three_epochs), plot_curves({"adam": [0.5, 0.6, 0.7]}, ylabel="accuracy")]
+    three_epochs = {
+        "train_loss": [0.9, 0.6, 0.5],
+        "val_loss": [0.8, 0.7, 0.6],
+        "val_acc": [0.7, 0.8, 0.85],
+    }
+    figures = [
+        plot_history(three_epochs),
+        plot_curves({"adam": [0.5, 0.6, 0.7]}, ylabel="accuracy"),
+    ]
     for ax in [ax for fig in figures for ax in fig.axes]:
         fig = ax.figure
         fig.canvas.draw()

@@ -47,7 +47,9 @@ def plot_curves(
     for label, values in curves.items():
         ax.plot(range(1, len(values) + 1), values, marker="o", label=label)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title or "")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # one point per epoch (or step): whole ticks
+    ax.xaxis.set_major_locator(
+        MaxNLocator(integer=True)
+    )  # one point per epoch (or step): whole ticks
     ax.legend()
     fig.tight_layout()
     return fig
