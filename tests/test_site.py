@@ -64,6 +64,9 @@ PHONE = {"width": 390, "height": 844}
 # Pages with math load MathJax from its CDN; offline it is blocked and its load error is expected.
 ALLOWED_EXTERNAL = ("https://cdn.jsdelivr.net/npm/mathjax@",)
 SEARCH_WORD = "autograd"
+CHINESE_SEARCH_WORD = (
+    "自动求导"  # two words to jieba, one to the search box: the glossary teaches it
+)
 
 
 def find_chromium() -> str | None:
@@ -455,15 +458,26 @@ def test_each_page_links_to_its_other_edition(visits: dict, base_url: str) -> No
     assert not problems, problems
 
 
-def test_search_finds_autograd(browser, base_url: str, html_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("edition", "word"),
+    [("", SEARCH_WORD), (f"{ZH}/", SEARCH_WORD), (f"{ZH}/", CHINESE_SEARCH_WORD)],
+    ids=["english", "chinese-latin", "chinese"],
+)
+def test_search_finds_a_term(
+    browser, base_url: str, html_dir: Path, edition: str, word: str
+) -> None:
+    if edition and not (html_dir / edition / "search.html").is_file():
+        pytest.skip("no Chinese edition built")
     page = new_page(browser, base_url, DESKTOP)
-    page.goto(base_url + f"search.html?q={SEARCH_WORD}", wait_until="load")
+    page.goto(base_url + f"{edition}search.html?q={word}", wait_until="load")
     results = page.locator("#search-results ul.search li")
     try:
         results.first.wait_for(state="attached", timeout=15_000)
     except Exception:
         summary = page.locator("#search-results").inner_text()
-        pytest.fail(f"search for {SEARCH_WORD!r} found nothing: {summary!r}; {page.errors}")
+        pytest.fail(
+            f"search for {word!r} in {edition or 'the English edition'} found nothing: {summary!r}; {page.errors}"
+        )
     assert results.count() > 0
     assert not page.errors, page.errors
     page.context.close()
@@ -568,3 +582,18 @@ def test_site_has_a_search_index(html_dir: Path) -> None:
     index = html_dir / "searchindex.js"
     assert index.is_file(), "searchindex.js missing: the search page cannot work"
     assert re.search(SEARCH_WORD, index.read_text(), re.IGNORECASE)
+
+
+def test_chinese_search_index_holds_chinese_words(html_dir: Path) -> None:
+    """Chinese has no spaces: without jieba (requirements.txt) the index holds the Latin words only."""
+    index = html_dir / ZH / "searchindex.js"
+    if not index.is_file():
+        pytest.skip("no Chinese edition built")
+    text = index.read_text(encoding="utf-8")
+    terms = json.loads(text[text.index("(") + 1 : text.rindex(")")])["terms"]
+    missing = [
+        word for word in (CHINESE_SEARCH_WORD, "张量", "混合精度", "检查点") if word not in terms
+    ]
+    assert not missing, (
+        f"the Chinese search index lacks {missing}: is jieba installed (make setup)?"
+    )
