@@ -42,3 +42,16 @@ def test_code_is_mit_and_prose_cc_by() -> None:
     text = (REPO_ROOT / "LICENSE-text.md").read_text()
     assert "https://creativecommons.org/licenses/by/4.0/" in text
     assert "The PyTorch book authors" in text
+
+
+def test_readme_shows_make_tests_file_order() -> None:
+    """The README prints the command `make test` runs: the same files, longest first, that exist."""
+    makefile = (REPO_ROOT / "Makefile").read_text().replace("\\\n", " ")
+    longest = re.search(r"^LONGEST_FIRST := (.*)$", makefile, re.M).group(1).split()
+    readme = (REPO_ROOT / "README.md").read_text().replace("\\\n", " ")
+    command = re.search(r"--no-loadscope-reorder (.*?) tests notebooks\n", readme).group(1).split()
+    assert command == longest, (
+        "README.md's make-test command and the Makefile's LONGEST_FIRST differ"
+    )
+    missing = [path for path in longest if not (REPO_ROOT / path).is_file()]
+    assert not missing, f"LONGEST_FIRST names files that do not exist: {missing}"
