@@ -64,9 +64,8 @@ PHONE = {"width": 390, "height": 844}
 # Pages with math load MathJax from its CDN; offline it is blocked and its load error is expected.
 ALLOWED_EXTERNAL = ("https://cdn.jsdelivr.net/npm/mathjax@",)
 SEARCH_WORD = "autograd"
-CHINESE_SEARCH_WORD = (
-    "自动求导"  # two words to jieba, one to the search box: the glossary teaches it
-)
+# A glossary term: jieba alone cuts it in two (自动, 求导), the search box sends it whole.
+CHINESE_SEARCH_WORD = "自动求导"
 
 
 def find_chromium() -> str | None:
